@@ -1,0 +1,56 @@
+#!/usr/bin/env node
+// levee: parse options, find the upstream, start the gateway, stop on SIGTERM/SIGINT.
+import { createLogger } from './log/logger.ts';
+import { parseOptions, USAGE, UsageError } from './config/options.ts';
+import { loadUpstream, resolveUpstreamSource } from './upstream/credentials.ts';
+import { startGateway } from './gateway.ts';
+
+async function main(): Promise<number> {
+  let options;
+  try {
+    options = parseOptions(process.argv.slice(2));
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`levee: ${err.message}\n\n${USAGE}`);
+      return 2;
+    }
+    throw err;
+  }
+  if (options === 'help') {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  const logger = createLogger(options.logLevel);
+  const source = resolveUpstreamSource(options.kubeconfig, process.env, options.context);
+  if (!source) {
+    process.stderr.write('levee: no cluster given: pass --kubeconfig, set $KUBECONFIG, or run in a pod\n');
+    return 2;
+  }
+  const upstream = loadUpstream(source);
+  logger.info({ upstream: upstream.server.href, from: upstream.source }, 'upstream');
+  const gateway = await startGateway({
+    upstream,
+    listen: options.listen,
+    tls: options.tlsCertFile && options.tlsKeyFile ? { certFile: options.tlsCertFile, keyFile: options.tlsKeyFile } : undefined,
+    auth: options.auth,
+    logger,
+  });
+  await new Promise<void>((resolve) => {
+    process.once('SIGTERM', resolve);
+    process.once('SIGINT', resolve);
+  });
+  logger.info('shutting down');
+  await gateway.close();
+  logger.flush();
+  return 0;
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`levee: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 1;
+  },
+);

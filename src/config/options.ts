@@ -1,0 +1,78 @@
+// Command-line options. Every option has a working default, so `levee` alone runs against the
+// cluster of the current kubeconfig on a loopback port.
+import { parseArgs } from 'node:util';
+import type { LevelWithSilent } from 'pino';
+import type { AuthMode } from '../serve/chain.ts';
+
+export interface Options {
+  kubeconfig?: string | undefined;
+  context?: string | undefined;
+  listen: string;
+  tlsCertFile?: string | undefined;
+  tlsKeyFile?: string | undefined;
+  auth: AuthMode;
+  logLevel: LevelWithSilent;
+}
+
+export const USAGE = `Usage: levee [options]
+
+A caching gateway for kube-apiserver.
+
+Options:
+  --kubeconfig PATH          upstream cluster and Levee's own credentials
+                             (default: $KUBECONFIG, then the in-cluster service account, then ~/.kube/config)
+  --context NAME             kubeconfig context (default: the current context)
+  --listen HOST:PORT         client listener (default: 127.0.0.1:8443)
+  --tls-cert-file PATH       serving certificate (PEM); with --tls-private-key-file enables TLS (h2 and http/1.1)
+  --tls-private-key-file PATH
+  --auth MODE                delegate (default): clients' credentials go upstream unchanged;
+                             trust-loopback: requests without credentials use Levee's identity (loopback only)
+  --log-level LEVEL          trace, debug, info (default), warn, error, silent
+  -h, --help                 this text
+`;
+
+const AUTH_MODES: readonly AuthMode[] = ['delegate', 'trust-loopback'];
+const LOG_LEVELS: readonly LevelWithSilent[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
+
+export class UsageError extends Error {}
+
+export function parseOptions(argv: string[]): Options | 'help' {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      strict: true,
+      options: {
+        kubeconfig: { type: 'string' },
+        context: { type: 'string' },
+        listen: { type: 'string', default: '127.0.0.1:8443' },
+        'tls-cert-file': { type: 'string' },
+        'tls-private-key-file': { type: 'string' },
+        auth: { type: 'string', default: 'delegate' },
+        'log-level': { type: 'string', default: 'info' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }));
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  if (values.help) return 'help';
+  if (!AUTH_MODES.includes(values.auth as AuthMode)) {
+    throw new UsageError(`--auth: "${values.auth}" is not one of ${AUTH_MODES.join(', ')}`);
+  }
+  if (!LOG_LEVELS.includes(values['log-level'] as LevelWithSilent)) {
+    throw new UsageError(`--log-level: "${values['log-level']}" is not one of ${LOG_LEVELS.join(', ')}`);
+  }
+  if (Boolean(values['tls-cert-file']) !== Boolean(values['tls-private-key-file'])) {
+    throw new UsageError('--tls-cert-file and --tls-private-key-file go together');
+  }
+  return {
+    kubeconfig: values.kubeconfig,
+    context: values.context,
+    listen: values.listen,
+    tlsCertFile: values['tls-cert-file'],
+    tlsKeyFile: values['tls-private-key-file'],
+    auth: values.auth as AuthMode,
+    logLevel: values['log-level'] as LevelWithSilent,
+  };
+}

@@ -1,0 +1,95 @@
+// The client-facing listener: TLS with ALPN h2 and http/1.1 (client-go speaks h2; exec, attach and
+// port-forward need HTTP/1.1 upgrades), or plain HTTP/1.1 on a loopback address only.
+import { readFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createSecureServer, type Http2SecureServer } from 'node:http2';
+import { isIP } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { DownstreamRequest, DownstreamResponse } from './downstream.ts';
+
+export interface ListenerOptions {
+  host: string;
+  port: number;
+  tls?: { certFile: string; keyFile: string } | undefined;
+}
+
+export interface Handlers {
+  request: (req: DownstreamRequest, res: DownstreamResponse) => void;
+  upgrade: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+}
+
+export interface Listener {
+  /** Base URL clients use, e.g. https://127.0.0.1:8443. */
+  url: URL;
+  close(): Promise<void>;
+}
+
+// kube-apiserver advertises 100 concurrent streams per HTTP/2 connection; Node's default is
+// 2^32-1, which would let one client multiplex unbounded work over a single connection.
+const MAX_CONCURRENT_STREAMS = 100;
+
+export function isLoopback(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '');
+  if (h === 'localhost' || h === '::1') return true;
+  return isIP(h) === 4 && h.startsWith('127.');
+}
+
+/** Parses "host:port", "[::1]:port" or ":port" (all addresses). */
+export function parseListenAddress(value: string): { host: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(value);
+  if (!m) throw new Error(`invalid listen address "${value}": want host:port`);
+  const port = Number(m[3]);
+  if (port > 65535) throw new Error(`invalid listen address "${value}": port out of range`);
+  return { host: m[1] ?? (m[2] || '0.0.0.0'), port };
+}
+
+export async function listen(opts: ListenerOptions, handlers: Handlers): Promise<Listener> {
+  let server: Server | Http2SecureServer;
+  if (opts.tls) {
+    server = createSecureServer({
+      cert: readFileSync(opts.tls.certFile),
+      key: readFileSync(opts.tls.keyFile),
+      allowHTTP1: true,
+      settings: { maxConcurrentStreams: MAX_CONCURRENT_STREAMS },
+    });
+  } else {
+    if (!isLoopback(opts.host)) {
+      throw new Error(`refusing plain HTTP on ${opts.host}: give a TLS certificate and key, or listen on a loopback address`);
+    }
+    server = createServer();
+  }
+  server.on('request', handlers.request);
+  server.on('upgrade', handlers.upgrade);
+  // A client that opens a TLS connection and sends garbage must not take the process down.
+  server.on('clientError', (_err: Error, socket: Duplex) => socket.destroy());
+  server.on('tlsClientError', () => undefined);
+  server.on('sessionError', () => undefined);
+  const sockets = new Set<Duplex>();
+  server.on('connection', (socket: Duplex) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, opts.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const addr = server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : opts.port;
+  const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
+  const url = new URL(`${opts.tls ? 'https' : 'http'}://${host}:${port}`);
+
+  return {
+    url,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        // Long-running watches and tunnels would hold close() open forever; draining them
+        // gracefully is the caller's job before this.
+        for (const socket of sockets) socket.destroy();
+      }),
+  };
+}

@@ -1,0 +1,153 @@
+// A port of k8s.io/apiserver/pkg/endpoints/request/requestinfo.go: the one place that turns a
+// request line into the attributes the apiserver itself uses (verb, group, version, resource,
+// namespace, name, subresource). Authorization, metrics and the cache-or-upstream decision all
+// read this, so they agree with the apiserver on what a request is.
+
+export interface RequestInfo {
+  isResourceRequest: boolean;
+  /** URL path, without the query. */
+  path: string;
+  /** Kubernetes verb: get, list, watch, create, update, patch, delete, deletecollection, proxy; or the lower-cased method for non-resource requests. */
+  verb: string;
+  apiPrefix: string;
+  apiGroup: string;
+  apiVersion: string;
+  namespace: string;
+  resource: string;
+  subresource: string;
+  name: string;
+  parts: string[];
+}
+
+const API_PREFIXES = new Set(['api', 'apis']);
+const GROUPLESS_API_PREFIXES = new Set(['api']);
+// Verbs that may appear as the first path segment after the version (deprecated /watch/ and /proxy/ forms).
+const SPECIAL_VERBS = new Set(['proxy', 'watch']);
+// proxy/{resource}/{name}/{path...}: what follows the name is a proxied path, not a subresource.
+const SPECIAL_VERBS_NO_SUBRESOURCES = new Set(['proxy']);
+// /namespaces/{name}/status and /namespaces/{name}/finalize are subresources of the namespace itself.
+const NAMESPACE_SUBRESOURCES = new Set(['status', 'finalize']);
+
+function splitPath(path: string): string[] {
+  const trimmed = path.replace(/^\/+|\/+$/g, '');
+  return trimmed === '' ? [] : trimmed.split('/');
+}
+
+/** apimachinery's string-to-bool query conversion: only "0", "f" and "false" are false. */
+export function queryBool(value: string | null): boolean {
+  if (value === null) return false;
+  const v = value.toLowerCase();
+  return !(v === '0' || v === 'f' || v === 'false');
+}
+
+/** fields.Selector.RequiresExactMatch("metadata.name"): the value of the first `metadata.name=x` (or `==`) term. */
+function fieldSelectorName(selector: string | null): string | undefined {
+  if (!selector) return undefined;
+  for (const term of selector.split(',')) {
+    const m = /^\s*metadata\.name\s*==?\s*(.*?)\s*$/.exec(term);
+    if (m) return m[1];
+  }
+  return undefined;
+}
+
+/** path.IsValidPathSegmentName: a name may not be "." or ".." nor contain "/" or "%". */
+function isValidPathSegmentName(name: string): boolean {
+  return name !== '.' && name !== '..' && !name.includes('/') && !name.includes('%');
+}
+
+function verbForMethod(method: string): string {
+  switch (method) {
+    case 'POST':
+      return 'create';
+    case 'GET':
+    case 'HEAD':
+      return 'get';
+    case 'PUT':
+      return 'update';
+    case 'PATCH':
+      return 'patch';
+    case 'DELETE':
+      return 'delete';
+    default:
+      return '';
+  }
+}
+
+export class RequestInfoError extends Error {}
+
+/**
+ * Parses a request. Throws RequestInfoError where the apiserver's factory returns an error
+ * (a /watch/ or /proxy/ path with nothing after the verb).
+ */
+export function parseRequestInfo(method: string, url: string): RequestInfo {
+  const q = url.indexOf('?');
+  const path = q === -1 ? url : url.slice(0, q);
+  const query = new URLSearchParams(q === -1 ? '' : url.slice(q + 1));
+  const info: RequestInfo = {
+    isResourceRequest: false,
+    path,
+    verb: method.toLowerCase(),
+    apiPrefix: '',
+    apiGroup: '',
+    apiVersion: '',
+    namespace: '',
+    resource: '',
+    subresource: '',
+    name: '',
+    parts: [],
+  };
+
+  let parts = splitPath(path);
+  if (parts.length < 3 || !API_PREFIXES.has(parts[0]!)) return info;
+  const apiPrefix = parts[0]!;
+  parts = parts.slice(1);
+  let apiGroup = '';
+  if (!GROUPLESS_API_PREFIXES.has(apiPrefix)) {
+    // One part (the prefix) is consumed already: a group request needs group, version and resource.
+    if (parts.length < 3) return info;
+    apiGroup = parts[0]!;
+    parts = parts.slice(1);
+  }
+  info.isResourceRequest = true;
+  info.apiPrefix = apiPrefix;
+  info.apiGroup = apiGroup;
+  info.apiVersion = parts[0]!;
+  parts = parts.slice(1);
+
+  if (SPECIAL_VERBS.has(parts[0]!)) {
+    if (parts.length < 2) throw new RequestInfoError(`unable to determine kind and namespace from url, ${url}`);
+    info.verb = parts[0]!;
+    parts = parts.slice(1);
+  } else {
+    info.verb = verbForMethod(method);
+  }
+
+  if (parts[0] === 'namespaces') {
+    if (parts.length > 1) {
+      info.namespace = parts[1]!;
+      if (parts.length > 2 && !NAMESPACE_SUBRESOURCES.has(parts[2]!)) parts = parts.slice(2);
+    }
+  }
+  info.parts = parts;
+
+  if (parts.length >= 3 && !SPECIAL_VERBS_NO_SUBRESOURCES.has(info.verb)) info.subresource = parts[2]!;
+  if (parts.length >= 2) info.name = parts[1]!;
+  if (parts.length >= 1) info.resource = parts[0]!;
+
+  // No name and a GET: a collection read, list or watch.
+  if (info.name === '' && info.verb === 'get') {
+    info.verb = queryBool(query.get('watch')) ? 'watch' : 'list';
+    const name = fieldSelectorName(query.get('fieldSelector'));
+    if (name !== undefined && isValidPathSegmentName(name)) info.name = name;
+  }
+  if (info.name === '' && info.verb === 'delete') info.verb = 'deletecollection';
+  return info;
+}
+
+const LONG_RUNNING_VERBS = new Set(['watch', 'proxy']);
+const LONG_RUNNING_SUBRESOURCES = new Set(['attach', 'exec', 'proxy', 'log', 'portforward']);
+
+/** The apiserver's BasicLongRunningRequestCheck: these requests get no request timeout. */
+export function isLongRunning(info: RequestInfo): boolean {
+  return LONG_RUNNING_VERBS.has(info.verb) || LONG_RUNNING_SUBRESOURCES.has(info.subresource);
+}

@@ -1,0 +1,90 @@
+// TLS connections to the upstream apiserver, built from the credentials of the identity a request
+// travels under. One connector serves the undici pools and the upgrade tunnel, so both verify the
+// apiserver the same way.
+import type { Socket } from 'node:net';
+import { buildConnector } from 'undici';
+import type { OwnCredentials, TlsMaterial, Upstream } from './credentials.ts';
+
+/**
+ * `own`: Levee's identity from its kubeconfig (client certificate and Authorization).
+ * `client`: the client's own Authorization header travels through; the connection must then carry
+ * no client certificate, because the apiserver's x509 authenticator runs before bearer tokens and
+ * would authenticate the request as Levee instead of the client.
+ */
+export type Identity = 'own' | 'client';
+
+export const CONNECT_TIMEOUT_MS = 10_000;
+
+export interface ConnectTarget {
+  hostname: string;
+  port: string;
+  protocol: string;
+}
+
+export function connectTarget(upstream: Upstream): ConnectTarget {
+  const { hostname, protocol } = upstream.server;
+  const port = upstream.server.port || (protocol === 'https:' ? '443' : '80');
+  // URL keeps the brackets of an IPv6 literal; sockets want the bare address.
+  return { hostname: hostname.replace(/^\[|\]$/g, ''), port, protocol };
+}
+
+/**
+ * A connector whose TLS material follows the upstream credentials: when an exec plugin or a
+ * rotated file hands out a new client certificate, new connections use it.
+ */
+export function identityConnector(upstream: Upstream, identity: Identity): buildConnector.connector {
+  let last: { tls: TlsMaterial; connector: buildConnector.connector } | undefined;
+  const forCredentials = (creds: OwnCredentials): buildConnector.connector => {
+    const tls = creds.tls;
+    if (!last || !sameTls(last.tls, tls)) {
+      last = {
+        tls,
+        connector: buildConnector({
+          ca: tls.ca,
+          cert: identity === 'own' ? tls.cert : undefined,
+          key: identity === 'own' ? tls.key : undefined,
+          rejectUnauthorized: tls.rejectUnauthorized,
+          ...(tls.servername ? { servername: tls.servername } : {}),
+          timeout: CONNECT_TIMEOUT_MS,
+          keepAlive: true,
+          // client-go's keep-alive period.
+          keepAliveInitialDelay: 30_000,
+          allowH2: false,
+        }),
+      };
+    }
+    return last.connector;
+  };
+  return (options, callback) => {
+    upstream.ownCredentials().then(
+      (creds) => forCredentials(creds)(options, callback),
+      (err: unknown) => callback(err instanceof Error ? err : new Error(String(err)), null),
+    );
+  };
+}
+
+function sameTls(a: TlsMaterial, b: TlsMaterial): boolean {
+  return (
+    same(a.ca, b.ca) &&
+    same(a.cert, b.cert) &&
+    same(a.key, b.key) &&
+    a.servername === b.servername &&
+    a.rejectUnauthorized === b.rejectUnauthorized
+  );
+}
+
+function same(a: Buffer | string | undefined, b: Buffer | string | undefined): boolean {
+  if (a === b) return true;
+  if (a === undefined || b === undefined) return false;
+  return Buffer.from(a).equals(Buffer.from(b));
+}
+
+/** Opens one raw connection (TLS when the upstream is https) with the connector, as a promise. */
+export function openSocket(connector: buildConnector.connector, target: ConnectTarget): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    connector({ hostname: target.hostname, port: target.port, protocol: target.protocol }, (...args) => {
+      if (args[0]) reject(args[0]);
+      else resolve(args[1]);
+    });
+  });
+}

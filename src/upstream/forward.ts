@@ -1,0 +1,112 @@
+// Forwards one request to the upstream apiserver and streams the answer back as it arrives:
+// request and response bodies flow with backpressure, nothing is buffered whole, a watch stays open
+// for as long as either side keeps it.
+import type { DownstreamRequest, DownstreamResponse } from '../serve/downstream.ts';
+import type { Status } from '../api/types.ts';
+import type { Identity } from './connector.ts';
+import { downstreamResponseHeaders, upstreamRequestHeaders } from './headers.ts';
+import { isClientAbort, upstreamFailureStatus } from './errors.ts';
+import type { TrafficClass, UpstreamPools } from './pools.ts';
+
+/** The upstream could not be asked or did not answer; nothing has been written to the client yet. */
+export class UpstreamUnavailableError extends Error {
+  readonly status: Status;
+  constructor(status: Status, options?: ErrorOptions) {
+    super(status.message, options);
+    this.status = status;
+  }
+}
+
+export interface ForwardOptions {
+  identity: Identity;
+  traffic: TrafficClass;
+}
+
+function hasRequestBody(req: DownstreamRequest): boolean {
+  if (req.method === 'GET' || req.method === 'HEAD') {
+    const len = req.headers['content-length'];
+    return (len !== undefined && len !== '0') || req.headers['transfer-encoding'] !== undefined;
+  }
+  return true;
+}
+
+/**
+ * Sends the request upstream and pipes the response to the client. Resolves with the status code
+ * sent. Rejects with UpstreamUnavailableError when nothing was written yet (the caller answers a
+ * Status); a failure after the response started ends the client's stream abruptly, exactly as the
+ * apiserver dying mid-response would.
+ */
+export async function forward(
+  req: DownstreamRequest,
+  res: DownstreamResponse,
+  pools: UpstreamPools,
+  opts: ForwardOptions,
+): Promise<number> {
+  const abort = new AbortController();
+  const onClose = (): void => {
+    if (!res.writableFinished) abort.abort();
+  };
+  res.once('close', onClose);
+
+  let upstreamRes;
+  try {
+    const headers = upstreamRequestHeaders(req.rawHeaders, opts.identity === 'own' ? OWN_DROPS : NO_DROPS);
+    if (opts.identity === 'own') {
+      const creds = await pools.upstream.ownCredentials();
+      if (creds.authorization) headers.push('Authorization', creds.authorization);
+    }
+    upstreamRes = await pools.get(opts.identity, opts.traffic).request({
+      method: req.method as 'GET',
+      path: pools.upstream.pathPrefix + (req.url ?? '/'),
+      headers,
+      body: hasRequestBody(req) ? req : null,
+      signal: abort.signal,
+    });
+  } catch (err) {
+    res.off('close', onClose);
+    if (abort.signal.aborted || isClientAbort(err)) return 499;
+    throw new UpstreamUnavailableError(upstreamFailureStatus(err), { cause: err });
+  }
+
+  const { statusCode, body } = upstreamRes;
+  res.writeHead(statusCode, downstreamResponseHeaders(upstreamRes.headers));
+  // A watch's first event may be minutes away; the client should see its headers now.
+  res.flushHeaders?.();
+  try {
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      if (!res.write(chunk)) await drained(res);
+    }
+    res.end();
+  } catch (err) {
+    if (!isClientAbort(err)) res.destroy(err instanceof Error ? err : undefined);
+  } finally {
+    res.off('close', onClose);
+    if (!body.destroyed) body.destroy();
+  }
+  return statusCode;
+}
+
+// Levee's own credentials replace whatever the client sent.
+const OWN_DROPS: ReadonlySet<string> = new Set(['authorization']);
+const NO_DROPS: ReadonlySet<string> = new Set();
+
+function clientClosed(): Error {
+  return Object.assign(new Error('client closed the response'), { name: 'AbortError' });
+}
+
+/** Waits for 'drain'; a client that goes away never drains, so 'close' ends the wait too. */
+function drained(res: DownstreamResponse): Promise<void> {
+  if (res.destroyed) return Promise.reject(clientClosed());
+  return new Promise((resolve, reject) => {
+    const onDrain = (): void => {
+      res.off('close', onClose);
+      resolve();
+    };
+    const onClose = (): void => {
+      res.off('drain', onDrain);
+      reject(clientClosed());
+    };
+    res.once('drain', onDrain);
+    res.once('close', onClose);
+  });
+}

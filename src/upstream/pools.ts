@@ -1,0 +1,55 @@
+// undici pools to the upstream apiserver, one per identity and traffic class. Long-running
+// requests (watches, logs, proxies) get their own pools with no body timeout, so a quiet watch is
+// never cut after five minutes and never queues a write behind it.
+import { Pool } from 'undici';
+import type { Upstream } from './credentials.ts';
+import { identityConnector, type Identity } from './connector.ts';
+
+export type TrafficClass = 'request' | 'longRunning';
+
+// The apiserver's own timeout for a non-long-running request is 60 s; it answers 504 itself then.
+// Waiting longer for headers leaves room for that answer to arrive.
+const HEADERS_TIMEOUT_MS = 120_000;
+// Between two body chunks of a short request. Backpressure from a slow client pauses this timer.
+const REQUEST_BODY_TIMEOUT_MS = 120_000;
+
+export class UpstreamPools {
+  readonly upstream: Upstream;
+  readonly #pools = new Map<string, Pool>();
+  readonly #connectors = new Map<Identity, ReturnType<typeof identityConnector>>();
+
+  constructor(upstream: Upstream) {
+    this.upstream = upstream;
+  }
+
+  connector(identity: Identity): ReturnType<typeof identityConnector> {
+    let c = this.#connectors.get(identity);
+    if (!c) {
+      c = identityConnector(this.upstream, identity);
+      this.#connectors.set(identity, c);
+    }
+    return c;
+  }
+
+  get(identity: Identity, traffic: TrafficClass): Pool {
+    const key = `${identity}/${traffic}`;
+    let pool = this.#pools.get(key);
+    if (!pool) {
+      pool = new Pool(this.upstream.server.origin, {
+        connect: this.connector(identity),
+        allowH2: false,
+        pipelining: 1,
+        headersTimeout: HEADERS_TIMEOUT_MS,
+        bodyTimeout: traffic === 'longRunning' ? 0 : REQUEST_BODY_TIMEOUT_MS,
+      });
+      this.#pools.set(key, pool);
+    }
+    return pool;
+  }
+
+  async close(): Promise<void> {
+    const pools = [...this.#pools.values()];
+    this.#pools.clear();
+    await Promise.all(pools.map((p) => p.destroy()));
+  }
+}

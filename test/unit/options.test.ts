@@ -1,0 +1,54 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseOptions, UsageError } from '../../src/config/options.ts';
+import { resolveUpstreamSource } from '../../src/upstream/credentials.ts';
+import { isLoopback, parseListenAddress } from '../../src/serve/listener.ts';
+
+test('defaults run on loopback in delegate mode', () => {
+  const o = parseOptions([]);
+  assert.notEqual(o, 'help');
+  if (o === 'help') return;
+  assert.equal(o.listen, '127.0.0.1:8443');
+  assert.equal(o.auth, 'delegate');
+  assert.equal(o.tlsCertFile, undefined);
+});
+
+test('bad options are usage errors that name the option', () => {
+  assert.throws(() => parseOptions(['--auth', 'none-such']), (e: unknown) => e instanceof UsageError && /--auth/.test(e.message));
+  assert.throws(() => parseOptions(['--tls-cert-file', 'c.pem']), /go together/);
+  assert.throws(() => parseOptions(['--bogus']), UsageError);
+  assert.throws(() => parseOptions(['--log-level', 'loud']), /--log-level/);
+});
+
+test('upstream source order: flag, $KUBECONFIG, in-cluster, ~/.kube/config', () => {
+  const home = mkdtempSync(join(tmpdir(), 'levee-home-'));
+  const saved = process.env.HOME;
+  process.env.HOME = home;
+  try {
+    assert.deepEqual(resolveUpstreamSource('/a', { KUBECONFIG: '/b' }), { kind: 'kubeconfig', path: '/a', context: undefined });
+    assert.deepEqual(resolveUpstreamSource(undefined, { KUBECONFIG: ':/b:/c' }), { kind: 'kubeconfig', path: '/b', context: undefined });
+    assert.deepEqual(resolveUpstreamSource(undefined, { KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443' }), { kind: 'in-cluster' });
+    assert.equal(resolveUpstreamSource(undefined, {}), undefined);
+    mkdirSync(join(home, '.kube'));
+    writeFileSync(join(home, '.kube', 'config'), '');
+    assert.deepEqual(resolveUpstreamSource(undefined, {}), { kind: 'kubeconfig', path: join(home, '.kube', 'config'), context: undefined });
+  } finally {
+    process.env.HOME = saved;
+  }
+});
+
+test('listen addresses and loopback', () => {
+  assert.deepEqual(parseListenAddress('127.0.0.1:8443'), { host: '127.0.0.1', port: 8443 });
+  assert.deepEqual(parseListenAddress('[::1]:0'), { host: '::1', port: 0 });
+  assert.deepEqual(parseListenAddress(':9443'), { host: '0.0.0.0', port: 9443 });
+  assert.throws(() => parseListenAddress('8443'), /host:port/);
+  assert.throws(() => parseListenAddress('a:70000'), /range/);
+  assert.equal(isLoopback('127.0.0.2'), true);
+  assert.equal(isLoopback('::1'), true);
+  assert.equal(isLoopback('localhost'), true);
+  assert.equal(isLoopback('0.0.0.0'), false);
+  assert.equal(isLoopback('10.0.0.1'), false);
+});

@@ -1,0 +1,92 @@
+// Cases from k8s.io/apiserver/pkg/endpoints/request/requestinfo_test.go, so Levee reads every
+// request line as the apiserver does.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { isLongRunning, parseRequestInfo, RequestInfoError } from '../../src/serve/requestinfo.ts';
+
+type Want = [verb: string, prefix: string, group: string, version: string, namespace: string, resource: string, subresource: string, name: string, parts: string[]];
+
+const cases: Array<[method: string, url: string, want: Want]> = [
+  // resource paths
+  ['GET', '/api/v1/namespaces', ['list', 'api', '', 'v1', '', 'namespaces', '', '', ['namespaces']]],
+  ['GET', '/api/v1/namespaces/other', ['get', 'api', '', 'v1', 'other', 'namespaces', '', 'other', ['namespaces', 'other']]],
+  ['GET', '/api/v1/namespaces/other/pods', ['list', 'api', '', 'v1', 'other', 'pods', '', '', ['pods']]],
+  ['GET', '/api/v1/namespaces/other/pods/foo', ['get', 'api', '', 'v1', 'other', 'pods', '', 'foo', ['pods', 'foo']]],
+  ['HEAD', '/api/v1/namespaces/other/pods/foo', ['get', 'api', '', 'v1', 'other', 'pods', '', 'foo', ['pods', 'foo']]],
+  ['GET', '/api/v1/pods', ['list', 'api', '', 'v1', '', 'pods', '', '', ['pods']]],
+  ['HEAD', '/api/v1/pods', ['list', 'api', '', 'v1', '', 'pods', '', '', ['pods']]],
+  ['GET', '/api/v1/namespaces/other/pods/foo', ['get', 'api', '', 'v1', 'other', 'pods', '', 'foo', ['pods', 'foo']]],
+  ['GET', '/api/v1/namespaces/other/pods', ['list', 'api', '', 'v1', 'other', 'pods', '', '', ['pods']]],
+  // special verbs
+  ['GET', '/api/v1/proxy/namespaces/other/pods/foo', ['proxy', 'api', '', 'v1', 'other', 'pods', '', 'foo', ['pods', 'foo']]],
+  ['GET', '/api/v1/proxy/namespaces/other/pods/foo/subpath/not/a/subresource', ['proxy', 'api', '', 'v1', 'other', 'pods', '', 'foo', ['pods', 'foo', 'subpath', 'not', 'a', 'subresource']]],
+  ['GET', '/api/v1/watch/pods', ['watch', 'api', '', 'v1', '', 'pods', '', '', ['pods']]],
+  ['GET', '/api/v1/pods?watch=true', ['watch', 'api', '', 'v1', '', 'pods', '', '', ['pods']]],
+  ['GET', '/api/v1/pods?watch=false', ['list', 'api', '', 'v1', '', 'pods', '', '', ['pods']]],
+  ['GET', '/api/v1/pods?watch=0', ['list', 'api', '', 'v1', '', 'pods', '', '', ['pods']]],
+  ['GET', '/api/v1/pods?watch=1', ['watch', 'api', '', 'v1', '', 'pods', '', '', ['pods']]],
+  ['GET', '/api/v1/watch/namespaces/other/pods', ['watch', 'api', '', 'v1', 'other', 'pods', '', '', ['pods']]],
+  // subresources
+  ['GET', '/api/v1/namespaces/other/pods/foo/proxy', ['get', 'api', '', 'v1', 'other', 'pods', 'proxy', 'foo', ['pods', 'foo', 'proxy']]],
+  ['GET', '/api/v1/namespaces/other/pods/foo/proxy/subpath', ['get', 'api', '', 'v1', 'other', 'pods', 'proxy', 'foo', ['pods', 'foo', 'proxy', 'subpath']]],
+  ['PUT', '/api/v1/namespaces/other/finalize', ['update', 'api', '', 'v1', 'other', 'namespaces', 'finalize', 'other', ['namespaces', 'other', 'finalize']]],
+  ['PUT', '/api/v1/namespaces/other/status', ['update', 'api', '', 'v1', 'other', 'namespaces', 'status', 'other', ['namespaces', 'other', 'status']]],
+  ['POST', '/api/v1/namespaces/other/pods/foo/exec', ['create', 'api', '', 'v1', 'other', 'pods', 'exec', 'foo', ['pods', 'foo', 'exec']]],
+  // verb identification
+  ['PATCH', '/api/v1/namespaces/other/pods/foo', ['patch', 'api', '', 'v1', 'other', 'pods', '', 'foo', ['pods', 'foo']]],
+  ['DELETE', '/api/v1/namespaces/other/pods/foo', ['delete', 'api', '', 'v1', 'other', 'pods', '', 'foo', ['pods', 'foo']]],
+  ['POST', '/api/v1/namespaces/other/pods', ['create', 'api', '', 'v1', 'other', 'pods', '', '', ['pods']]],
+  ['DELETE', '/api/v1/namespaces/other/pods', ['deletecollection', 'api', '', 'v1', 'other', 'pods', '', '', ['pods']]],
+  // api group identification
+  ['POST', '/apis/extensions/v1/namespaces/other/pods', ['create', 'apis', 'extensions', 'v1', 'other', 'pods', '', '', ['pods']]],
+  ['GET', '/apis/apps/v1/deployments', ['list', 'apis', 'apps', 'v1', '', 'deployments', '', '', ['deployments']]],
+  // a field selector that pins metadata.name names the object
+  ['GET', '/api/v1/namespaces/other/pods?fieldSelector=metadata.name%3Dfoo', ['list', 'api', '', 'v1', 'other', 'pods', '', 'foo', ['pods']]],
+  ['GET', '/api/v1/namespaces/other/pods?fieldSelector=metadata.name%3D%3Dfoo,spec.nodeName%3Dn', ['list', 'api', '', 'v1', 'other', 'pods', '', 'foo', ['pods']]],
+  ['GET', '/api/v1/namespaces/other/pods?fieldSelector=metadata.name!%3Dfoo', ['list', 'api', '', 'v1', 'other', 'pods', '', '', ['pods']]],
+  ['GET', '/api/v1/namespaces/other/pods?watch=true&fieldSelector=metadata.name%3Dfoo', ['watch', 'api', '', 'v1', 'other', 'pods', '', 'foo', ['pods']]],
+];
+
+for (const [method, url, want] of cases) {
+  test(`${method} ${url}`, () => {
+    const info = parseRequestInfo(method, url);
+    assert.equal(info.isResourceRequest, true);
+    assert.deepEqual(
+      [info.verb, info.apiPrefix, info.apiGroup, info.apiVersion, info.namespace, info.resource, info.subresource, info.name, info.parts],
+      want,
+    );
+  });
+}
+
+test('non-resource requests keep the lower-cased method as verb', () => {
+  for (const [method, url] of [
+    ['GET', '/'],
+    ['GET', '/healthz'],
+    ['GET', '/api'],
+    ['GET', '/api/v1'],
+    ['GET', '/apis'],
+    ['GET', '/apis/apps'],
+    ['GET', '/apis/apps/v1'],
+    ['POST', '/other/path'],
+    ['GET', '/openapi/v3'],
+  ] as const) {
+    const info = parseRequestInfo(method, url);
+    assert.equal(info.isResourceRequest, false, url);
+    assert.equal(info.verb, method.toLowerCase());
+    assert.equal(info.path, url);
+  }
+});
+
+test('a special verb with nothing after it is an error, as in the apiserver', () => {
+  assert.throws(() => parseRequestInfo('GET', '/api/v1/watch'), RequestInfoError);
+  assert.throws(() => parseRequestInfo('GET', '/api/v1/proxy'), RequestInfoError);
+});
+
+test('long-running requests are recognised as the apiserver does', () => {
+  assert.equal(isLongRunning(parseRequestInfo('GET', '/api/v1/pods?watch=true')), true);
+  assert.equal(isLongRunning(parseRequestInfo('GET', '/api/v1/namespaces/a/pods/b/log')), true);
+  assert.equal(isLongRunning(parseRequestInfo('POST', '/api/v1/namespaces/a/pods/b/exec')), true);
+  assert.equal(isLongRunning(parseRequestInfo('GET', '/api/v1/namespaces/a/pods/b/portforward')), true);
+  assert.equal(isLongRunning(parseRequestInfo('GET', '/api/v1/namespaces/a/pods/b')), false);
+  assert.equal(isLongRunning(parseRequestInfo('GET', '/api/v1/pods')), false);
+});
