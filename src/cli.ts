@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=1
 // levee: parse options, find the upstream, start the gateway, stop on SIGTERM/SIGINT.
 import { createLogger } from './log/logger.ts';
 import { parseOptions, USAGE, UsageError } from './config/options.ts';

@@ -1,0 +1,149 @@
+// The forwarding path on the wire: a watch held open through Levee delivers each event as it
+// happens, HTTP/2 clients and @kubernetes/client-node work, metrics move, an unreachable upstream
+// is a Status and not a dropped connection.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { connect } from 'node:http2';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { request, type Agent } from 'undici';
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { loadEnv, type TestEnv } from '../env/testenv.ts';
+import { startLevee, writeKubeconfig, type LeveeProcess } from '../support/levee.ts';
+import { agentFor, get, send, suffix } from '../support/http.ts';
+
+let env: TestEnv;
+let levee: LeveeProcess;
+let agent: Agent;
+const ns = `forward-${suffix()}`;
+
+before(async () => {
+  env = loadEnv();
+  levee = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing });
+  agent = agentFor(env.caFile);
+  const r = await send('POST', `${env.server}/api/v1/namespaces`, agent, env.tokens.admin, { metadata: { name: ns } });
+  assert.equal(r.status, 201, r.body);
+});
+
+after(async () => {
+  await levee?.stop();
+  await agent?.close();
+});
+
+test('a watch through Levee delivers each event while the stream stays open', async () => {
+  const base = `${levee.url.origin}/api/v1/namespaces/${ns}/configmaps`;
+  const list = await get(base, agent, env.tokens.admin);
+  assert.equal(list.status, 200);
+  const rv = (JSON.parse(list.body) as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
+
+  const res = await request(`${base}?watch=true&resourceVersion=${rv}&allowWatchBookmarks=false`, {
+    dispatcher: agent,
+    headers: { authorization: `Bearer ${env.tokens.admin}`, accept: 'application/json' },
+  });
+  assert.equal(res.statusCode, 200);
+  const events: Array<{ type: string; object: { metadata: { name: string }; data?: Record<string, string> } }> = [];
+  let buffered = '';
+  const reader = (async () => {
+    for await (const chunk of res.body) {
+      buffered += (chunk as Buffer).toString();
+      let nl;
+      while ((nl = buffered.indexOf('\n')) !== -1) {
+        events.push(JSON.parse(buffered.slice(0, nl)) as (typeof events)[number]);
+        buffered = buffered.slice(nl + 1);
+      }
+    }
+  })();
+  const until = async (n: number) => {
+    for (let i = 0; i < 200 && events.length < n; i++) await new Promise((r) => setTimeout(r, 25));
+    assert.equal(events.length >= n, true, `expected ${n} events, got ${events.length}`);
+  };
+
+  const cm = `${env.server}/api/v1/namespaces/${ns}/configmaps`;
+  assert.equal((await send('POST', cm, agent, env.tokens.admin, { metadata: { name: 'w' }, data: { v: '1' } })).status, 201);
+  // Each event arrives before the next change is made: nothing is held back until the end.
+  await until(1);
+  assert.equal((await send('PATCH', `${cm}/w`, agent, env.tokens.admin, { data: { v: '2' } }, 'application/merge-patch+json')).status, 200);
+  await until(2);
+  assert.equal((await send('DELETE', `${cm}/w`, agent, env.tokens.admin)).status, 200);
+  await until(3);
+  assert.deepEqual(
+    events.map((e) => [e.type, e.object.metadata.name, e.object.data?.v]),
+    [
+      ['ADDED', 'w', '1'],
+      ['MODIFIED', 'w', '2'],
+      ['DELETED', 'w', '2'],
+    ],
+  );
+  res.body.destroy();
+  await reader.catch(() => undefined);
+});
+
+test('a watch ends when the apiserver ends it (timeoutSeconds)', async () => {
+  const started = Date.now();
+  const r = await get(`${levee.url.origin}/api/v1/namespaces/${ns}/configmaps?watch=true&timeoutSeconds=1`, agent, env.tokens.admin);
+  assert.equal(r.status, 200);
+  assert.equal(Date.now() - started < 10_000, true);
+});
+
+test('HTTP/2 clients are served over h2', async () => {
+  const session = connect(levee.url.origin, { ca: readFileSync(env.caFile) });
+  try {
+    const { status, body, alpn } = await new Promise<{ status: number; body: string; alpn: string | false | undefined }>((resolve, reject) => {
+      const stream = session.request({ ':path': `/api/v1/namespaces/${ns}`, authorization: `Bearer ${env.tokens.admin}` });
+      let status = 0;
+      let body = '';
+      stream.on('response', (h) => (status = Number(h[':status'])));
+      stream.on('data', (c: Buffer) => (body += c.toString()));
+      stream.on('end', () => resolve({ status, body, alpn: session.alpnProtocol }));
+      stream.on('error', reject);
+    });
+    assert.equal(alpn, 'h2');
+    assert.equal(status, 200);
+    assert.equal((JSON.parse(body) as { metadata: { name: string } }).metadata.name, ns);
+  } finally {
+    session.close();
+  }
+});
+
+test('@kubernetes/client-node works through Levee', async () => {
+  const kc = new KubeConfig();
+  kc.loadFromFile(writeKubeconfig(levee.url.href, env.caFile, env.tokens.admin));
+  const core = kc.makeApiClient(CoreV1Api);
+  const created = await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'from-client-node' }, data: { a: 'b' } } });
+  assert.equal(created.metadata?.name, 'from-client-node');
+  const list = await core.listNamespacedConfigMap({ namespace: ns });
+  assert.equal(list.items.some((c) => c.metadata?.name === 'from-client-node'), true);
+  await assert.rejects(core.readNamespacedConfigMap({ namespace: ns, name: 'absent' }), (err: { code?: number }) => err.code === 404);
+});
+
+test('metrics count forwarded requests by verb, resource and code', async () => {
+  const r = await get(`${levee.url.origin}/metrics`, agent);
+  assert.equal(r.status, 200);
+  assert.match(r.body, /levee_request_total\{verb="LIST",group="",resource="configmaps",subresource="",source="upstream",code="200"\} [1-9]/);
+  assert.match(r.body, /levee_request_total\{verb="WATCH",group="",resource="configmaps",subresource="",source="upstream",code="200"\} [1-9]/);
+  assert.match(r.body, /levee_request_duration_seconds_count\{verb="GET",group="",resource="namespaces"/);
+  assert.match(r.body, /process_resident_memory_bytes/);
+});
+
+test('an unreachable upstream is a 503 Status, not a dropped connection', async () => {
+  // A port that was free a moment ago and has nothing listening now.
+  const port = await new Promise<number>((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const p = (s.address() as { port: number }).port;
+      s.close(() => resolve(p));
+    });
+  });
+  const kc = writeKubeconfig(`https://127.0.0.1:${port}`, env.caFile, 'unused');
+  const dead = await startLevee({ kubeconfig: kc });
+  try {
+    const r = await get(`${dead.url.origin}/api/v1/namespaces`, agent, env.tokens.admin);
+    assert.equal(r.status, 503);
+    assert.equal(r.headers['retry-after'], '1');
+    const status = JSON.parse(r.body) as { kind: string; reason: string; code: number };
+    assert.deepEqual([status.kind, status.reason, status.code], ['Status', 'ServiceUnavailable', 503]);
+    const live = await get(`${dead.url.origin}/livez`, agent);
+    assert.equal(live.status, 200);
+  } finally {
+    await dead.stop();
+  }
+});

@@ -1,0 +1,95 @@
+// Starts a real Levee process for integration tests and reads what it says. A separate process,
+// not an in-process server, so tests can see its memory, its logs and its exit.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { once } from 'node:events';
+import { NODE_FLAGS } from '../../src/nodeflags.ts';
+
+const CLI = resolve(import.meta.dirname, '../../src/cli.ts');
+
+export interface LeveeProcess {
+  url: URL;
+  pid: number;
+  /** Everything the process wrote to stdout and stderr so far. */
+  output(): string;
+  /** Resident set size in bytes, from /proc. */
+  rss(): number;
+  stop(): Promise<void>;
+}
+
+export interface LeveeArgs {
+  kubeconfig: string;
+  tls?: { cert: string; key: string };
+  auth?: 'delegate' | 'trust-loopback';
+  extra?: string[];
+}
+
+export async function startLevee(args: LeveeArgs): Promise<LeveeProcess> {
+  // The start-up line at info level tells the test the port; Levee always logs it.
+  const argv = [...NODE_FLAGS, CLI, '--kubeconfig', args.kubeconfig, '--listen', '127.0.0.1:0', '--log-level', 'info'];
+  if (args.tls) argv.push('--tls-cert-file', args.tls.cert, '--tls-private-key-file', args.tls.key);
+  if (args.auth) argv.push('--auth', args.auth);
+  argv.push(...(args.extra ?? []));
+  const child: ChildProcess = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
+
+  const url = await new Promise<URL>((resolveUrl, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`levee did not start in 20 s:\n${output}`));
+    }, 20_000);
+    const check = (): void => {
+      const m = /"url":"([^"]+)"[^\n]*"msg":"levee listening"/.exec(output);
+      if (m) {
+        clearTimeout(timer);
+        child.stdout!.off('data', check);
+        resolveUrl(new URL(m[1]!));
+      }
+    };
+    child.stdout!.on('data', check);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`levee exited with ${code}:\n${output}`));
+    });
+  });
+
+  return {
+    url,
+    pid: child.pid!,
+    output: () => output,
+    rss: () => {
+      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
+      return Number(m![1]) * 1024;
+    },
+    stop: async () => {
+      if (child.exitCode !== null) return;
+      const exited = once(child, 'exit');
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** A kubeconfig for a client that talks to `server` as a token user. */
+export function writeKubeconfig(server: string, caFile: string | undefined, token: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'levee-kc-'));
+  const path = join(dir, 'kubeconfig');
+  const cluster: Record<string, unknown> = { server };
+  if (caFile) cluster['certificate-authority'] = caFile;
+  writeFileSync(
+    path,
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'c', cluster }],
+      users: [{ name: 'u', user: { token } }],
+      contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
+      'current-context': 'c',
+    }),
+  );
+  return path;
+}
