@@ -34,6 +34,7 @@ async function main(): Promise<number> {
     tls: options.tlsCertFile && options.tlsKeyFile ? { certFile: options.tlsCertFile, keyFile: options.tlsKeyFile } : undefined,
     auth: options.auth,
     logger,
+    cache: options.cache,
   });
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);

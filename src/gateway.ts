@@ -7,6 +7,8 @@ import { GatewayMetrics } from './metrics/metrics.ts';
 import type { Logger } from './log/logger.ts';
 import { UpstreamPools } from './upstream/pools.ts';
 import type { Upstream } from './upstream/credentials.ts';
+import { AccessReviewer } from './auth/access.ts';
+import { Cache } from './cache/cache.ts';
 
 export interface GatewayConfig {
   upstream: Upstream;
@@ -14,6 +16,8 @@ export interface GatewayConfig {
   tls?: { certFile: string; keyFile: string } | undefined;
   auth: AuthMode;
   logger: Logger;
+  /** Resources to cache (kubectl-style names); empty caches nothing. */
+  cache: string[];
 }
 
 export interface Gateway {
@@ -30,11 +34,18 @@ export async function startGateway(config: GatewayConfig): Promise<Gateway> {
   const pools = new UpstreamPools(config.upstream);
   const metrics = new GatewayMetrics();
   const health = new Health();
-  const handlers = createHandlers({ pools, metrics, health, logger: config.logger, auth: config.auth });
+  const cache = config.cache.length > 0 ? new Cache(pools, config.cache, config.logger, metrics.cache) : undefined;
+  if (cache) {
+    health.addReadyCheck('cache-synced', () => cache.synced);
+    cache.start();
+  }
+  const access = new AccessReviewer(pools);
+  const handlers = createHandlers({ pools, metrics, health, logger: config.logger, auth: config.auth, cache, access });
   let listener: Listener;
   try {
     listener = await listen({ host, port, tls: config.tls }, handlers);
   } catch (err) {
+    await cache?.stop();
     await pools.close();
     throw err;
   }
@@ -44,6 +55,7 @@ export async function startGateway(config: GatewayConfig): Promise<Gateway> {
     metrics,
     close: async () => {
       await listener.close();
+      await cache?.stop();
       await pools.close();
     },
   };

@@ -3,6 +3,7 @@
 import { parseArgs } from 'node:util';
 import type { LevelWithSilent } from 'pino';
 import type { AuthMode } from '../serve/chain.ts';
+import { DEFAULT_RESOURCES } from '../cache/resources.ts';
 
 export interface Options {
   kubeconfig?: string | undefined;
@@ -12,6 +13,7 @@ export interface Options {
   tlsKeyFile?: string | undefined;
   auth: AuthMode;
   logLevel: LevelWithSilent;
+  cache: string[];
 }
 
 export const USAGE = `Usage: levee [options]
@@ -27,6 +29,9 @@ Options:
   --tls-private-key-file PATH
   --auth MODE                delegate (default): clients' credentials go upstream unchanged;
                              trust-loopback: requests without credentials use Levee's identity (loopback only)
+  --cache LIST               resources answered from memory, comma-separated as kubectl names them
+                             (pods, endpointslices.discovery.k8s.io, apps/v1/deployments; "" for none)
+                             (default: ${DEFAULT_RESOURCES.join(',')})
   --log-level LEVEL          trace, debug, info (default), warn, error, silent
   -h, --help                 this text
 `;
@@ -50,6 +55,7 @@ export function parseOptions(argv: string[]): Options | 'help' {
         'tls-private-key-file': { type: 'string' },
         auth: { type: 'string', default: 'delegate' },
         'log-level': { type: 'string', default: 'info' },
+        cache: { type: 'string', default: DEFAULT_RESOURCES.join(',') },
         help: { type: 'boolean', short: 'h' },
       },
     }));
@@ -74,5 +80,6 @@ export function parseOptions(argv: string[]): Options | 'help' {
     tlsKeyFile: values['tls-private-key-file'],
     auth: values.auth as AuthMode,
     logLevel: values['log-level'] as LevelWithSilent,
+    cache: values.cache.split(',').map((r) => r.trim()).filter((r) => r !== ''),
   };
 }

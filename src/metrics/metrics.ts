@@ -2,6 +2,7 @@
 // Names follow Prometheus conventions and mirror kube-apiserver's where the meaning is the same
 // (apiserver_request_total, apiserver_request_duration_seconds, apiserver_longrunning_requests).
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Store } from '../store/store.ts';
 
 export type Source = 'cache' | 'upstream' | 'local';
 
@@ -25,10 +26,19 @@ export class GatewayMetrics {
   readonly requests: Counter<'verb' | 'group' | 'resource' | 'subresource' | 'source' | 'code'>;
   readonly duration: Histogram<'verb' | 'group' | 'resource' | 'subresource' | 'source'>;
   readonly longRunning: Gauge<'verb' | 'group' | 'resource' | 'subresource' | 'source'>;
+  readonly forwards: Counter<'reason'>;
+  readonly cache: CacheMetrics;
   readonly #seen = new Set<string>();
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
+    this.cache = new CacheMetrics(this.registry);
+    this.forwards = new Counter({
+      name: 'levee_read_forwarded_total',
+      help: 'GET and LIST requests on cached resources that were forwarded upstream, by reason.',
+      labelNames: ['reason'],
+      registers: [this.registry],
+    });
     const labelNames = ['verb', 'group', 'resource', 'subresource', 'source'] as const;
     this.requests = new Counter({
       name: 'levee_request_total',
@@ -93,5 +103,66 @@ export function metricVerb(verb: string, method: string, contentType: string | u
       return 'CONNECT';
     default:
       return method.toUpperCase();
+  }
+}
+
+/** Per cached resource: what the store holds and how its reflector fares. */
+export class CacheMetrics {
+  readonly #stores = new Map<string, Store>();
+  readonly #relists: Counter<'resource'>;
+  readonly #restarts: Counter<'resource' | 'reason'>;
+  readonly #listSeconds: Histogram<'resource'>;
+
+  constructor(registry: Registry) {
+    const stores = this.#stores;
+    new Gauge({
+      name: 'levee_cache_objects',
+      help: 'Objects held in the cache, by resource.',
+      labelNames: ['resource'],
+      registers: [registry],
+      collect() {
+        for (const [resource, store] of stores) this.set({ resource }, store.size);
+      },
+    });
+    new Gauge({
+      name: 'levee_cache_bytes',
+      help: 'Raw JSON bytes of the objects held in the cache, by resource.',
+      labelNames: ['resource'],
+      registers: [registry],
+      collect() {
+        for (const [resource, store] of stores) this.set({ resource }, store.bytes);
+      },
+    });
+    new Gauge({
+      name: 'levee_cache_resource_version',
+      help: 'The resourceVersion the cache has seen, by resource.',
+      labelNames: ['resource'],
+      registers: [registry],
+      collect() {
+        for (const [resource, store] of stores) this.set({ resource }, store.resourceVersion);
+      },
+    });
+    this.#relists = new Counter({ name: 'levee_reflector_lists_total', help: 'Full lists made by reflectors (initial and relists).', labelNames: ['resource'], registers: [registry] });
+    this.#restarts = new Counter({ name: 'levee_reflector_watch_restarts_total', help: 'Reflector watch restarts, by reason (expired window, error).', labelNames: ['resource', 'reason'], registers: [registry] });
+    this.#listSeconds = new Histogram({
+      name: 'levee_reflector_list_duration_seconds',
+      help: 'Time a reflector took to list a resource.',
+      labelNames: ['resource'],
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+      registers: [registry],
+    });
+  }
+
+  observe(resource: string, store: Store): void {
+    this.#stores.set(resource, store);
+  }
+
+  relisted(resource: string, _objects: number, _bytes: number, seconds: number): void {
+    this.#relists.inc({ resource });
+    this.#listSeconds.observe({ resource }, seconds);
+  }
+
+  watchRestarted(resource: string, reason: string): void {
+    this.#restarts.inc({ resource, reason });
   }
 }

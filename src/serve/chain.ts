@@ -13,6 +13,10 @@ import { forward, UpstreamUnavailableError } from '../upstream/forward.ts';
 import type { UpstreamPools } from '../upstream/pools.ts';
 import { tunnelUpgrade } from '../upstream/tunnel.ts';
 import type { Health } from './health.ts';
+import type { AccessReviewer } from '../auth/access.ts';
+import type { Cache } from '../cache/cache.ts';
+import { decideRead, type ForwardReason } from './decide.ts';
+import { serveRead } from './readcache.ts';
 import { isLongRunning, parseRequestInfo, RequestInfoError, type RequestInfo } from './requestinfo.ts';
 import { writeStatus, writeText } from './respond.ts';
 import type { Handlers } from './listener.ts';
@@ -31,6 +35,8 @@ export interface ChainDeps {
   health: Health;
   logger: Logger;
   auth: AuthMode;
+  cache?: Cache | undefined;
+  access?: AccessReviewer | undefined;
 }
 
 export function requestIdentity(req: DownstreamRequest, mode: AuthMode): Identity {
@@ -87,8 +93,16 @@ export function createHandlers(deps: ChainDeps): Handlers {
         return;
       }
       longRunning = isLongRunning(info);
-      source = 'upstream';
       const identity = requestIdentity(req, deps.auth);
+      if (!longRunning && deps.cache && deps.access) {
+        const answered = await fromCache(info, req, res, identity);
+        if (answered !== undefined) {
+          source = 'cache';
+          code = answered;
+          return;
+        }
+      }
+      source = 'upstream';
       const labels = requestLabels(info, req, source);
       if (longRunning) metrics.longRunning.inc(labels);
       try {
@@ -126,6 +140,46 @@ export function createHandlers(deps: ChainDeps): Handlers {
         'request',
       );
     }
+  };
+
+  /** Answers from the cache when it can, authorized; undefined means forward. */
+  const fromCache = async (info: RequestInfo, req: DownstreamRequest, res: DownstreamResponse, identity: Identity): Promise<number | undefined> => {
+    const cached = deps.cache!.lookup(info.apiGroup, info.resource);
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const decision = decideRead(
+      {
+        info,
+        query: new URLSearchParams(q === -1 ? '' : url.slice(q + 1)),
+        accept: req.headers.accept,
+        userAgent: req.headers['user-agent'],
+        impersonating: Object.keys(req.headers).some((h) => h.startsWith('impersonate-')),
+      },
+      { cached: cached !== undefined, synced: cached?.store.synced ?? false, namespaced: cached?.info.namespaced ?? false },
+    );
+    let reason: ForwardReason | 'anonymous' | 'denied' | 'window' = decision.source === 'upstream' ? decision.reason : 'window';
+    if (decision.source === 'cache' && cached) {
+      const authorization = identity === 'own' ? undefined : req.headers.authorization;
+      if (identity === 'client' && authorization === undefined) {
+        // Anonymous requests are the apiserver's to allow or refuse.
+        reason = 'anonymous';
+      } else if (
+        !(await deps.access!.allowed(authorization, {
+          verb: info.verb,
+          group: info.apiGroup,
+          resource: info.resource,
+          namespace: info.namespace,
+          name: info.name,
+        }))
+      ) {
+        reason = 'denied';
+      } else {
+        const served = await serveRead(cached, decision.plan, res, requestId(req));
+        if (served !== 'forward') return served.code;
+      }
+    }
+    if (decision.source === 'cache' || decision.reason !== 'not-a-read') metrics.forwards.inc({ reason });
+    return undefined;
   };
 
   const requestLabels = (info: RequestInfo, req: DownstreamRequest, source: Source) =>

@@ -1,0 +1,110 @@
+// The cached resources of one Levee: for each, what discovery said, its store and its reflector.
+import type { Logger } from '../log/logger.ts';
+import type { CacheMetrics } from '../metrics/metrics.ts';
+import { Reflector } from '../reflector/reflector.ts';
+import { Store } from '../store/store.ts';
+import type { UpstreamPools } from '../upstream/pools.ts';
+import { Backoff } from '../reflector/backoff.ts';
+import { discover, parseResourceSpec, resourceName, UnknownResourceError, type ResourceInfo } from './resources.ts';
+
+export interface CachedResource {
+  name: string;
+  info: ResourceInfo;
+  store: Store;
+  reflector: Reflector;
+}
+
+// The apiserver indexes pods by spec.nodeName (its only trigger index); Levee does the same by default.
+const DEFAULT_FIELD_INDEXES: Record<string, readonly string[]> = { pods: ['spec.nodeName'] };
+
+export class Cache {
+  readonly #byGroupResource = new Map<string, CachedResource>();
+  readonly #pools: UpstreamPools;
+  readonly #logger: Logger;
+  readonly #metrics: CacheMetrics;
+  readonly #specs: string[];
+  readonly #failed = new Map<string, string>();
+  #stopped = false;
+
+  constructor(pools: UpstreamPools, specs: string[], logger: Logger, metrics: CacheMetrics) {
+    this.#pools = pools;
+    this.#specs = specs;
+    this.#logger = logger;
+    this.#metrics = metrics;
+  }
+
+  /**
+   * Resolves every resource through discovery and starts its reflector, in the background:
+   * requests are forwarded until a resource has synced, and an apiserver that is not there yet is
+   * retried with backoff. A resource the apiserver does not have is logged and keeps Levee unready.
+   */
+  start(): void {
+    for (const spec of this.#specs) void this.#startOne(spec);
+  }
+
+  async #startOne(spec: string): Promise<void> {
+    const backoff = new Backoff();
+    let info: ResourceInfo;
+    for (;;) {
+      if (this.#stopped) return;
+      try {
+        info = await discover(this.#pools, parseResourceSpec(spec));
+        break;
+      } catch (err) {
+        if (err instanceof UnknownResourceError) {
+          this.#failed.set(spec, err.message);
+          this.#logger.error({ resource: spec, err: err.message }, 'cannot cache resource');
+          return;
+        }
+        const wait = backoff.next();
+        this.#logger.warn({ resource: spec, err: err instanceof Error ? err.message : String(err), retryInMs: Math.round(wait) }, 'discovery failed');
+        await new Promise((r) => setTimeout(r, wait));
+      }
+    }
+    if (this.#stopped) return;
+    const name = resourceName(info);
+    const store = new Store({ fieldIndexes: info.group === '' ? DEFAULT_FIELD_INDEXES[info.resource] : undefined });
+    const reflector = new Reflector({
+      info,
+      pools: this.#pools,
+      store,
+      logger: this.#logger,
+      hooks: {
+        relisted: (objects, bytes, seconds) => this.#metrics.relisted(name, objects, bytes, seconds),
+        watchRestarted: (reason) => this.#metrics.watchRestarted(name, reason),
+      },
+    });
+    this.#byGroupResource.set(`${info.group}/${info.resource}`, { name, info, store, reflector });
+    this.#metrics.observe(name, store);
+    reflector.start();
+  }
+
+  /** Why each resource is not synced yet, for /readyz; empty when all are. */
+  unsynced(): string[] {
+    const out = [...this.#failed].map(([spec, why]) => `${spec}: ${why}`);
+    const started = new Set(this.resources.map((r) => r.name));
+    for (const spec of this.#specs) {
+      const p = parseResourceSpec(spec);
+      if (!started.has(resourceName(p)) && !this.#failed.has(spec)) out.push(`${spec}: not discovered yet`);
+    }
+    for (const r of this.resources) if (!r.store.synced) out.push(`${r.name}: not synced yet`);
+    return out;
+  }
+
+  lookup(group: string, resource: string): CachedResource | undefined {
+    return this.#byGroupResource.get(`${group}/${resource}`);
+  }
+
+  get resources(): CachedResource[] {
+    return [...this.#byGroupResource.values()];
+  }
+
+  get synced(): boolean {
+    return this.unsynced().length === 0;
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    await Promise.all(this.resources.map((r) => r.reflector.stop()));
+  }
+}

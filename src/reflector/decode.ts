@@ -1,0 +1,36 @@
+// Turns an object's bytes into a CachedObject: one JSON.parse to read what serving needs (key,
+// resourceVersion, labels, selectable fields); the bytes themselves are kept as they came.
+import type { ResourceInfo } from '../cache/resources.ts';
+import { fieldsOf } from '../selectors/selectable.ts';
+import { objectKey, parseResourceVersion, toItem, typeMetaPrefix, type CachedObject } from '../store/object.ts';
+
+interface ObjectMeta {
+  metadata?: { name?: string; namespace?: string; resourceVersion?: string; labels?: Record<string, string> };
+}
+
+export type Decoder = (raw: Buffer) => CachedObject;
+
+export function decoder(info: ResourceInfo): Decoder {
+  const prefix = typeMetaPrefix({ kind: info.kind, apiVersion: info.group === '' ? info.version : `${info.group}/${info.version}` });
+  return (raw) => {
+    const { item, typed } = toItem(raw, prefix);
+    const obj = JSON.parse(item.toString('utf8')) as ObjectMeta;
+    const meta = obj.metadata ?? {};
+    const name = meta.name ?? '';
+    const namespace = meta.namespace ?? '';
+    const resourceVersion = parseResourceVersion(meta.resourceVersion ?? '');
+    if (name === '' || resourceVersion === undefined) {
+      throw new Error(`${info.resource}: object without name or with resourceVersion "${meta.resourceVersion}"`);
+    }
+    return {
+      key: objectKey(namespace, name),
+      namespace,
+      name,
+      resourceVersion,
+      labels: meta.labels ?? {},
+      fields: fieldsOf(info.group, info.resource, obj),
+      item,
+      typed,
+    };
+  };
+}

@@ -1,0 +1,172 @@
+// Where a read is answered: from the cache, or by the apiserver. One pure function over the request,
+// tested case by case (test/unit/decide.test.ts). Anything Levee cannot answer exactly as the
+// apiserver would (transforms, protobuf-only clients, pretty printing, parameters it does not know,
+// invalid input whose error text is the apiserver's to give) goes upstream.
+import { parseFieldSelector, type FieldSelector } from '../selectors/fields.ts';
+import { parseLabelSelector, type LabelSelector } from '../selectors/labels.ts';
+import { normalizeFieldSelector } from '../selectors/selectable.ts';
+import { parseResourceVersion } from '../store/object.ts';
+import { decodeContinue, type ContinueToken } from './continuetoken.ts';
+import type { RequestInfo } from './requestinfo.ts';
+
+export type Freshness =
+  | { mode: 'any' }
+  | { mode: 'notOlderThan'; resourceVersion: number }
+  | { mode: 'exact'; resourceVersion: number };
+
+export interface ReadPlan {
+  verb: 'get' | 'list';
+  namespace: string;
+  name: string;
+  labels: LabelSelector;
+  fields: FieldSelector;
+  limit: number;
+  freshness: Freshness;
+  continueToken?: ContinueToken | undefined;
+}
+
+export type Decision = { source: 'cache'; plan: ReadPlan } | { source: 'upstream'; reason: ForwardReason };
+
+export type ForwardReason =
+  | 'not-a-read'
+  | 'not-cached'
+  | 'not-synced'
+  | 'media-type'
+  | 'pretty'
+  | 'parameter'
+  | 'invalid'
+  | 'consistent-read'
+  | 'impersonation';
+
+export interface ReadRequest {
+  info: RequestInfo;
+  query: URLSearchParams;
+  accept: string | undefined;
+  userAgent: string | undefined;
+  impersonating: boolean;
+}
+
+export interface CacheState {
+  /** Is this group/resource cached, and for its whole scope (no upstream selector narrows it)? */
+  cached: boolean;
+  synced: boolean;
+  namespaced: boolean;
+}
+
+const GET_PARAMS = new Set(['resourceVersion']);
+const LIST_PARAMS = new Set([
+  'resourceVersion',
+  'resourceVersionMatch',
+  'limit',
+  'continue',
+  'labelSelector',
+  'fieldSelector',
+  'timeoutSeconds',
+  'timeout',
+  'watch',
+  'allowWatchBookmarks',
+]);
+
+/** True when the client accepts plain JSON of the object and asks for no transform (Table, PartialObjectMetadata). */
+export function acceptsPlainJson(accept: string | undefined): boolean {
+  if (accept === undefined || accept.trim() === '') return true;
+  let json = false;
+  for (const part of accept.split(',')) {
+    const [type, ...params] = part.split(';').map((s) => s.trim().toLowerCase());
+    // A transform anywhere in the list is the client's first choice; the apiserver honours it.
+    if (params.some((p) => p.startsWith('as='))) return false;
+    if (type === 'application/json' || type === '*/*' || type === 'application/*') json = true;
+  }
+  return json;
+}
+
+function forward(reason: ForwardReason): Decision {
+  return { source: 'upstream', reason };
+}
+
+export function decideRead(r: ReadRequest, state: CacheState): Decision {
+  const { info, query } = r;
+  // RequestInfo reads /api/v1/namespaces/x as namespace x; the object itself is cluster-scoped.
+  const namespace = info.apiGroup === '' && info.resource === 'namespaces' ? '' : info.namespace;
+  if (!info.isResourceRequest || (info.verb !== 'get' && info.verb !== 'list') || info.subresource !== '') return forward('not-a-read');
+  if (!state.cached) return forward('not-cached');
+  if (!state.synced) return forward('not-synced');
+  // A namespaced object read without its namespace, or a cluster-scoped one with one: the
+  // apiserver's 404 is the answer.
+  if ((state.namespaced && info.verb === 'get' && namespace === '') || (!state.namespaced && namespace !== '')) {
+    return forward('invalid');
+  }
+  if (r.impersonating) return forward('impersonation');
+  if (!acceptsPlainJson(r.accept)) return forward('media-type');
+  // The apiserver pretty-prints for ?pretty and for curl and wget; those bytes are its to write.
+  if (query.has('pretty') || /^(curl|wget)/i.test(r.userAgent ?? '')) return forward('pretty');
+  const allowed = info.verb === 'get' ? GET_PARAMS : LIST_PARAMS;
+  for (const key of query.keys()) if (!allowed.has(key)) return forward('parameter');
+
+  let labels: LabelSelector;
+  let fields: FieldSelector;
+  try {
+    labels = parseLabelSelector(query.get('labelSelector') ?? '');
+    const parsed = parseFieldSelector(query.get('fieldSelector') ?? '');
+    const normalized = normalizeFieldSelector(info.apiGroup, info.resource, parsed);
+    if (!normalized) return forward('invalid');
+    fields = normalized;
+  } catch {
+    return forward('invalid');
+  }
+
+  const rvParam = query.get('resourceVersion') ?? '';
+  const rv = rvParam === '' ? undefined : parseResourceVersion(rvParam);
+  if (rvParam !== '' && rv === undefined) return forward('invalid');
+  const base = { namespace, name: info.name, labels, fields };
+
+  if (info.verb === 'get') {
+    if (rv === undefined) return forward('consistent-read');
+    return {
+      source: 'cache',
+      plan: { ...base, verb: 'get', limit: 0, freshness: rv === 0 ? { mode: 'any' } : { mode: 'notOlderThan', resourceVersion: rv } },
+    };
+  }
+
+  const limitParam = query.get('limit');
+  let limit = 0;
+  if (limitParam !== null && limitParam !== '') {
+    if (!/^-?\d{1,18}$/.test(limitParam)) return forward('invalid');
+    limit = Math.max(0, Number(limitParam));
+  }
+  if (query.has('watch') && query.get('watch') !== 'false' && query.get('watch') !== '0') return forward('not-a-read');
+  const match = query.get('resourceVersionMatch') ?? '';
+  const cont = query.get('continue') ?? '';
+
+  if (cont !== '') {
+    // The apiserver answers 400 for a continue with a resourceVersion, or with a match.
+    if ((rv !== undefined && rv !== 0) || match !== '') return forward('invalid');
+    const token = decodeContinue(cont);
+    if (!token) return forward('invalid');
+    return {
+      source: 'cache',
+      plan: { ...base, verb: 'list', limit, freshness: { mode: 'exact', resourceVersion: token.resourceVersion }, continueToken: token },
+    };
+  }
+
+  let freshness: Freshness;
+  switch (match) {
+    case '':
+      if (rv === undefined) return forward('consistent-read');
+      if (rv === 0) freshness = { mode: 'any' };
+      // rv=N with a limit is the legacy Exact read; without one, NotOlderThan.
+      else freshness = limit > 0 ? { mode: 'exact', resourceVersion: rv } : { mode: 'notOlderThan', resourceVersion: rv };
+      break;
+    case 'NotOlderThan':
+      if (rv === undefined) return forward('invalid');
+      freshness = rv === 0 ? { mode: 'any' } : { mode: 'notOlderThan', resourceVersion: rv };
+      break;
+    case 'Exact':
+      if (rv === undefined || rv === 0) return forward('invalid');
+      freshness = { mode: 'exact', resourceVersion: rv };
+      break;
+    default:
+      return forward('invalid');
+  }
+  return { source: 'cache', plan: { ...base, verb: 'list', limit, freshness } };
+}

@@ -1,0 +1,133 @@
+// Answers a GET or LIST from the cache, as the apiserver's watch cache would: bodies assembled from
+// each object's stored bytes (never re-serialized) and written with backpressure.
+import { newNotFound } from '../api/status.ts';
+import type { CachedResource } from '../cache/cache.ts';
+import { listLive, scan, type ListQuery, type ListResult } from '../store/query.ts';
+import { objectKey, typeMetaPrefix, type CachedObject } from '../store/object.ts';
+import type { Snapshot } from '../store/store.ts';
+import { encodeContinue } from './continuetoken.ts';
+import type { ReadPlan } from './decide.ts';
+import type { DownstreamResponse } from './downstream.ts';
+import { writeStatus } from './respond.ts';
+
+/** How long a read for resourceVersion N waits for the cache to reach N (the apiserver waits 3 s). */
+export const FRESHNESS_WAIT_MS = 3_000;
+
+/** 'forward' when the cache cannot answer exactly (an Exact read or continue token outside the window, or a resourceVersion it has not reached in time). */
+export type ServeResult = { code: number } | 'forward';
+
+// Writes are gathered into chunks of about this size: one write per item would cost a syscall and
+// a frame per object, one write per list would hold the whole list.
+const WRITE_CHUNK = 64 * 1024;
+
+function apiVersion(r: CachedResource): string {
+  return r.info.group === '' ? r.info.version : `${r.info.group}/${r.info.version}`;
+}
+
+function headers(requestId: string | undefined): Record<string, string> {
+  const h: Record<string, string> = { 'content-type': 'application/json', 'cache-control': 'no-cache, private' };
+  if (requestId) h['audit-id'] = requestId;
+  return h;
+}
+
+export async function serveRead(r: CachedResource, plan: ReadPlan, res: DownstreamResponse, requestId?: string): Promise<ServeResult> {
+  const store = r.store;
+  if (plan.freshness.mode !== 'any' && store.resourceVersion < plan.freshness.resourceVersion) {
+    // Upstream may already be there; it answers (or gives its own 504) rather than Levee guessing.
+    if (!(await store.waitUntilFresh(plan.freshness.resourceVersion, FRESHNESS_WAIT_MS))) return 'forward';
+  }
+  if (plan.verb === 'get') return serveGet(r, plan, res, requestId);
+
+  let snapshot: Snapshot | undefined;
+  let result: ListResult;
+  let listRV: number;
+  const query: ListQuery = { namespace: plan.namespace, labels: plan.labels, fields: plan.fields, limit: plan.limit };
+  if (plan.freshness.mode === 'exact') {
+    snapshot = store.snapshotAt(plan.freshness.resourceVersion);
+    if (!snapshot) return 'forward';
+    if (plan.continueToken) {
+      // The token's start is relative to the list's prefix: the namespace when listing one.
+      query.startKey = plan.namespace === '' ? plan.continueToken.start : `/${plan.namespace}${plan.continueToken.start}`;
+    }
+    result = scan(snapshot.tree, query);
+    listRV = plan.freshness.resourceVersion;
+  } else {
+    // A paged answer must be continuable from exactly this state.
+    if (plan.limit > 0) snapshot = store.current();
+    listRV = store.resourceVersion;
+    result = listLive(store, query);
+  }
+
+  const meta: string[] = [`"resourceVersion":${JSON.stringify(String(listRV))}`];
+  if (result.lastKey !== undefined) {
+    const relative = plan.namespace === '' ? result.lastKey : result.lastKey.slice(plan.namespace.length + 1);
+    meta.push(`"continue":${JSON.stringify(encodeContinue(snapshot?.resourceVersion ?? listRV, relative))}`);
+    if (result.remaining !== undefined) meta.push(`"remainingItemCount":${result.remaining}`);
+  }
+  const head = `{"kind":${JSON.stringify(`${r.info.kind}List`)},"apiVersion":${JSON.stringify(apiVersion(r))},"metadata":{${meta.join(',')}},"items":[`;
+  res.writeHead(200, headers(requestId));
+  await writeItems(res, head, result.items);
+  return { code: 200 };
+}
+
+function serveGet(r: CachedResource, plan: ReadPlan, res: DownstreamResponse, requestId?: string): ServeResult {
+  const o = r.store.get(objectKey(plan.namespace, plan.name));
+  if (!o) {
+    writeStatus(res, newNotFound({ group: r.info.group, resource: r.info.resource }, plan.name));
+    return { code: 404 };
+  }
+  res.writeHead(200, headers(requestId));
+  res.end(Buffer.concat([...objectBytes(r, o), NEWLINE]));
+  return { code: 200 };
+}
+
+const NEWLINE = Buffer.from('\n');
+const COMMA = Buffer.from(',');
+const TAIL = Buffer.from(']}\n');
+
+const prefixes = new WeakMap<CachedResource, Buffer>();
+
+/** The object as a GET or watch answer carries it: with kind and apiVersion for typed objects. */
+export function objectBytes(r: CachedResource, o: CachedObject): Buffer[] {
+  if (!o.typed) return [o.item];
+  let prefix = prefixes.get(r);
+  if (!prefix) {
+    prefix = typeMetaPrefix({ kind: r.info.kind, apiVersion: apiVersion(r) });
+    prefixes.set(r, prefix);
+  }
+  return [prefix, o.item.subarray(1)];
+}
+
+async function writeItems(res: DownstreamResponse, head: string, items: readonly CachedObject[]): Promise<void> {
+  let parts: Buffer[] = [Buffer.from(head)];
+  let size = parts[0]!.length;
+  for (let i = 0; i < items.length; i++) {
+    if (i > 0) {
+      parts.push(COMMA);
+      size += 1;
+    }
+    const item = items[i]!.item;
+    parts.push(item);
+    size += item.length;
+    if (size >= WRITE_CHUNK) {
+      if (!res.write(Buffer.concat(parts, size))) await drained(res);
+      if (res.destroyed) return;
+      parts = [];
+      size = 0;
+    }
+  }
+  parts.push(TAIL);
+  res.end(Buffer.concat(parts));
+}
+
+function drained(res: DownstreamResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.once('drain', done);
+    res.once('close', done);
+  });
+}

@@ -1,0 +1,205 @@
+// The current state of one cached resource, its indexes and recent point-in-time snapshots. The
+// reflector writes it; the read path lists from it. It knows nothing about HTTP.
+import { newObjectTree, type Tree } from './btree.ts';
+import { InvertedIndex, LabelIndex } from './index.ts';
+import type { CachedObject } from './object.ts';
+
+export type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+export interface Snapshot {
+  resourceVersion: number;
+  tree: Tree;
+  takenAt: number;
+}
+
+export interface StoreOptions {
+  /** Selectable fields to index by value (pods: spec.nodeName). */
+  fieldIndexes?: readonly string[];
+  /** How long snapshots are kept for continue tokens and Exact reads (the apiserver's window is 75 s). */
+  snapshotWindowMs?: number;
+  maxSnapshots?: number;
+  now?: () => number;
+}
+
+export class Store {
+  #tree: Tree = newObjectTree();
+  readonly #labels = new LabelIndex();
+  readonly #fields = new Map<string, InvertedIndex>();
+  #resourceVersion = 0;
+  #synced = false;
+  #bytes = 0;
+  // Ascending by resourceVersion. The first one marks where the window starts: states at any RV
+  // from there to now are known exactly.
+  #snapshots: Snapshot[] = [];
+  #waiters: Array<{ rv: number; resolve: (fresh: boolean) => void }> = [];
+  readonly #windowMs: number;
+  readonly #maxSnapshots: number;
+  readonly #now: () => number;
+
+  constructor(opts: StoreOptions = {}) {
+    for (const f of opts.fieldIndexes ?? []) this.#fields.set(f, new InvertedIndex());
+    this.#windowMs = opts.snapshotWindowMs ?? 75_000;
+    this.#maxSnapshots = opts.maxSnapshots ?? 1024;
+    this.#now = opts.now ?? Date.now;
+  }
+
+  get resourceVersion(): number {
+    return this.#resourceVersion;
+  }
+
+  /** True once a full list has been stored; false again only if the store is reset. */
+  get synced(): boolean {
+    return this.#synced;
+  }
+
+  get size(): number {
+    return this.#tree.size;
+  }
+
+  /** Raw JSON bytes held for current objects. */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  get tree(): Tree {
+    return this.#tree;
+  }
+
+  get indexedFields(): ReadonlySet<string> {
+    return new Set(this.#fields.keys());
+  }
+
+  get(key: string): CachedObject | undefined {
+    return this.#tree.get(key);
+  }
+
+  labelIndex(): LabelIndex {
+    return this.#labels;
+  }
+
+  fieldIndex(field: string): InvertedIndex | undefined {
+    return this.#fields.get(field);
+  }
+
+  /** Replaces the whole state after a (re)list at `resourceVersion`. Older snapshots no longer describe a known history. */
+  replace(objects: Iterable<CachedObject>, resourceVersion: number): void {
+    this.#tree = newObjectTree();
+    this.#labels.clear();
+    for (const idx of this.#fields.values()) idx.clear();
+    this.#bytes = 0;
+    for (const o of objects) this.#insert(o);
+    this.#resourceVersion = resourceVersion;
+    this.#synced = true;
+    this.#snapshots = [{ resourceVersion, tree: this.#tree.clone(), takenAt: this.#now() }];
+    this.#wake();
+  }
+
+  /** Applies one watch event. Returns the previous version of the object, if any. */
+  apply(type: EventType, object: CachedObject): CachedObject | undefined {
+    const prev = this.#tree.get(object.key);
+    if (prev) this.#remove(prev);
+    if (type !== 'DELETED') this.#insert(object);
+    this.#advance(object.resourceVersion);
+    this.#snapshot();
+    return prev;
+  }
+
+  /** A BOOKMARK: nothing changed up to `resourceVersion`. */
+  bookmark(resourceVersion: number): void {
+    this.#advance(resourceVersion);
+  }
+
+  /**
+   * The state at exactly `resourceVersion`, if it is inside the window: the newest snapshot not
+   * newer than it (nothing changed between that snapshot and the RV asked for).
+   */
+  snapshotAt(resourceVersion: number): Snapshot | undefined {
+    this.#prune();
+    const snaps = this.#snapshots;
+    if (snaps.length === 0 || resourceVersion < snaps[0]!.resourceVersion || resourceVersion > this.#resourceVersion) {
+      return undefined;
+    }
+    let lo = 0;
+    let hi = snaps.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (snaps[mid]!.resourceVersion <= resourceVersion) lo = mid;
+      else hi = mid - 1;
+    }
+    return snaps[lo];
+  }
+
+  /** The current state as a snapshot, kept so later pages of a list can be read from it. */
+  current(): Snapshot {
+    const last = this.#snapshots.at(-1);
+    if (last && last.resourceVersion === this.#resourceVersion) return last;
+    const snap = { resourceVersion: this.#resourceVersion, tree: this.#tree.clone(), takenAt: this.#now() };
+    this.#snapshots.push(snap);
+    return snap;
+  }
+
+  /** Resolves true once the store has seen `resourceVersion`, false after `timeoutMs`. */
+  waitUntilFresh(resourceVersion: number, timeoutMs: number): Promise<boolean> {
+    if (this.#synced && this.#resourceVersion >= resourceVersion) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const waiter = {
+        rv: resourceVersion,
+        resolve: (fresh: boolean) => {
+          clearTimeout(timer);
+          resolve(fresh);
+        },
+      };
+      const timer = setTimeout(() => {
+        this.#waiters = this.#waiters.filter((w) => w !== waiter);
+        resolve(false);
+      }, timeoutMs);
+      this.#waiters.push(waiter);
+    });
+  }
+
+  #insert(o: CachedObject): void {
+    this.#tree.set(o.key, o);
+    this.#labels.add(o.labels, o.key);
+    for (const [field, idx] of this.#fields) idx.add(o.fields[field] ?? '', o.key);
+    this.#bytes += o.item.length;
+  }
+
+  #remove(o: CachedObject): void {
+    this.#tree.delete(o.key);
+    this.#labels.remove(o.labels, o.key);
+    for (const [field, idx] of this.#fields) idx.remove(o.fields[field] ?? '', o.key);
+    this.#bytes -= o.item.length;
+  }
+
+  #advance(resourceVersion: number): void {
+    if (resourceVersion > this.#resourceVersion) this.#resourceVersion = resourceVersion;
+    this.#wake();
+  }
+
+  #wake(): void {
+    if (this.#waiters.length === 0 || !this.#synced) return;
+    const rv = this.#resourceVersion;
+    const ready = this.#waiters.filter((w) => w.rv <= rv);
+    if (ready.length === 0) return;
+    this.#waiters = this.#waiters.filter((w) => w.rv > rv);
+    for (const w of ready) w.resolve(true);
+  }
+
+  #snapshot(): void {
+    // O(1): the tree copies the nodes a later write touches, so each snapshot costs a path.
+    this.#snapshots.push({ resourceVersion: this.#resourceVersion, tree: this.#tree.clone(), takenAt: this.#now() });
+    this.#prune();
+  }
+
+  #prune(): void {
+    const cutoff = this.#now() - this.#windowMs;
+    let drop = 0;
+    while (
+      drop < this.#snapshots.length - 1 &&
+      (this.#snapshots.length - drop > this.#maxSnapshots || this.#snapshots[drop]!.takenAt < cutoff)
+    ) {
+      drop++;
+    }
+    if (drop > 0) this.#snapshots = this.#snapshots.slice(drop);
+  }
+}

@@ -1,0 +1,87 @@
+// Where a read is answered, case by case: cache when it can answer exactly as the apiserver, the
+// apiserver otherwise.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { acceptsPlainJson, decideRead, type Decision } from '../../src/serve/decide.ts';
+import { parseRequestInfo } from '../../src/serve/requestinfo.ts';
+
+const CACHED = { cached: true, synced: true, namespaced: true };
+
+function decide(url: string, opts: { method?: string; accept?: string; ua?: string; impersonating?: boolean; state?: typeof CACHED } = {}): Decision {
+  const q = url.indexOf('?');
+  return decideRead(
+    {
+      info: parseRequestInfo(opts.method ?? 'GET', url),
+      query: new URLSearchParams(q === -1 ? '' : url.slice(q + 1)),
+      accept: opts.accept,
+      userAgent: opts.ua,
+      impersonating: opts.impersonating ?? false,
+    },
+    opts.state ?? CACHED,
+  );
+}
+
+const where = (d: Decision) => (d.source === 'cache' ? `cache:${d.plan.freshness.mode}` : `upstream:${d.reason}`);
+
+const cases: Array<[string, string, Parameters<typeof decide>[1]?]> = [
+  ['/api/v1/namespaces/a/pods?resourceVersion=0', 'cache:any'],
+  ['/api/v1/namespaces/a/pods?resourceVersion=0&limit=5', 'cache:any'],
+  ['/api/v1/namespaces/a/pods?resourceVersion=10', 'cache:notOlderThan'],
+  ['/api/v1/namespaces/a/pods?resourceVersion=10&limit=5', 'cache:exact'],
+  ['/api/v1/namespaces/a/pods?resourceVersion=10&resourceVersionMatch=NotOlderThan&limit=5', 'cache:notOlderThan'],
+  ['/api/v1/namespaces/a/pods?resourceVersion=10&resourceVersionMatch=Exact', 'cache:exact'],
+  ['/api/v1/namespaces/a/pods?resourceVersion=0&resourceVersionMatch=Exact', 'upstream:invalid'],
+  ['/api/v1/namespaces/a/pods?resourceVersionMatch=NotOlderThan', 'upstream:invalid'],
+  ['/api/v1/namespaces/a/pods?resourceVersion=10&resourceVersionMatch=Sometime', 'upstream:invalid'],
+  ['/api/v1/namespaces/a/pods', 'upstream:consistent-read'],
+  ['/api/v1/namespaces/a/pods?limit=500', 'upstream:consistent-read'],
+  ['/api/v1/namespaces/a/pods?resourceVersion=abc', 'upstream:invalid'],
+  ['/api/v1/namespaces/a/pods?resourceVersion=0&limit=x', 'upstream:invalid'],
+  ['/api/v1/namespaces/a/pods?resourceVersion=0&labelSelector=a%3Db%3Dc', 'upstream:invalid'],
+  ['/api/v1/namespaces/a/pods?resourceVersion=0&fieldSelector=spec.bogus%3D1', 'upstream:invalid'],
+  ['/api/v1/namespaces/a/pods?resourceVersion=0&fieldSelector=spec.nodeName%3Dn1', 'cache:any'],
+  ['/api/v1/namespaces/a/pods?resourceVersion=0&pretty=true', 'upstream:pretty'],
+  ['/api/v1/namespaces/a/pods?resourceVersion=0', 'upstream:pretty', { ua: 'curl/8.5.0' }],
+  ['/api/v1/namespaces/a/pods?resourceVersion=0&shardSelector=x', 'upstream:parameter'],
+  ['/api/v1/namespaces/a/pods?resourceVersion=0', 'upstream:media-type', { accept: 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json' }],
+  ['/api/v1/namespaces/a/pods?resourceVersion=0', 'upstream:media-type', { accept: 'application/vnd.kubernetes.protobuf' }],
+  ['/api/v1/namespaces/a/pods?resourceVersion=0', 'cache:any', { accept: 'application/vnd.kubernetes.protobuf,application/json' }],
+  ['/api/v1/namespaces/a/pods?resourceVersion=0', 'upstream:impersonation', { impersonating: true }],
+  ['/api/v1/namespaces/a/pods?resourceVersion=0', 'upstream:not-synced', { state: { cached: true, synced: false, namespaced: true } }],
+  ['/api/v1/namespaces/a/pods?resourceVersion=0', 'upstream:not-cached', { state: { cached: false, synced: false, namespaced: true } }],
+  ['/api/v1/namespaces/a/pods/p?resourceVersion=0', 'cache:any'],
+  ['/api/v1/namespaces/a/pods/p?resourceVersion=7', 'cache:notOlderThan'],
+  ['/api/v1/namespaces/a/pods/p', 'upstream:consistent-read'],
+  ['/api/v1/namespaces/a/pods/p/status?resourceVersion=0', 'upstream:not-a-read'],
+  ['/api/v1/namespaces/a/pods/p?resourceVersion=0', 'upstream:not-a-read', { method: 'DELETE' }],
+  ['/api/v1/namespaces/a/pods?watch=true&resourceVersion=0', 'upstream:not-a-read'],
+  ['/api/v1/pods/p?resourceVersion=0', 'upstream:invalid'],
+  ['/api/v1/namespaces/default?resourceVersion=0', 'cache:any', { state: { cached: true, synced: true, namespaced: false } }],
+  ['/api/v1/namespaces/a/nodes?resourceVersion=0', 'upstream:invalid', { state: { cached: true, synced: true, namespaced: false } }],
+  // continue: the token carries the resourceVersion; another one is the apiserver's 400.
+  [`/api/v1/namespaces/a/pods?limit=5&continue=${Buffer.from('{"v":"meta.k8s.io/v1","rv":12,"start":"/p\\u0000"}').toString('base64url')}`, 'cache:exact'],
+  [`/api/v1/namespaces/a/pods?limit=5&resourceVersion=12&continue=${Buffer.from('{"v":"meta.k8s.io/v1","rv":12,"start":"/p\\u0000"}').toString('base64url')}`, 'upstream:invalid'],
+  ['/api/v1/namespaces/a/pods?limit=5&continue=not-a-token!', 'upstream:invalid'],
+];
+
+for (const [url, want, opts] of cases) {
+  test(`${opts?.method ?? 'GET'} ${url}${opts?.accept ? ` accept=${opts.accept}` : ''}${opts?.ua ? ` ua=${opts.ua}` : ''} -> ${want}`, () => {
+    assert.equal(where(decide(url, opts)), want);
+  });
+}
+
+test('a continue token carries its resourceVersion and start key', () => {
+  const token = Buffer.from('{"v":"meta.k8s.io/v1","rv":12,"start":"/p\\u0000"}').toString('base64url');
+  const d = decide(`/api/v1/namespaces/a/pods?limit=5&continue=${token}`);
+  assert.equal(d.source, 'cache');
+  if (d.source !== 'cache') return;
+  assert.deepEqual(d.plan.continueToken, { resourceVersion: 12, start: '/p\u0000' });
+  assert.equal(d.plan.limit, 5);
+});
+
+test('accept headers', () => {
+  assert.equal(acceptsPlainJson(undefined), true);
+  assert.equal(acceptsPlainJson('*/*'), true);
+  assert.equal(acceptsPlainJson('application/yaml'), false);
+  assert.equal(acceptsPlainJson('application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io'), false);
+});

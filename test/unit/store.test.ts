@@ -1,0 +1,80 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Store } from '../../src/store/store.ts';
+import { listLive, scan } from '../../src/store/query.ts';
+import { objectKey, type CachedObject } from '../../src/store/object.ts';
+import { parseLabelSelector } from '../../src/selectors/labels.ts';
+import { parseFieldSelector } from '../../src/selectors/fields.ts';
+
+function obj(ns: string, name: string, rv: number, labels: Record<string, string> = {}, node = ''): CachedObject {
+  return { key: objectKey(ns, name), namespace: ns, name, resourceVersion: rv, labels, fields: { 'spec.nodeName': node }, item: Buffer.from(`{"n":"${name}"}`), typed: true };
+}
+
+const all = { labels: parseLabelSelector(''), fields: parseFieldSelector('') };
+
+test('keys sort as etcd sorts them, and namespace ranges are contiguous', () => {
+  const s = new Store();
+  s.replace([obj('a', 'x', 1), obj('a-b', 'y', 1), obj('a', 'a', 1), obj('b', 'z', 1)], 5);
+  assert.deepEqual(scan(s.tree, { ...all, namespace: '', limit: 0 }).items.map((o) => o.key), ['/a-b/y', '/a/a', '/a/x', '/b/z']);
+  assert.deepEqual(scan(s.tree, { ...all, namespace: 'a', limit: 0 }).items.map((o) => o.key), ['/a/a', '/a/x']);
+});
+
+test('pages: a continue whenever objects remain, a count only without selectors', () => {
+  const s = new Store();
+  s.replace([obj('n', 'a', 1, { app: 'x' }), obj('n', 'b', 1), obj('n', 'c', 1, { app: 'x' }), obj('n', 'd', 1)], 5);
+  const p1 = scan(s.tree, { ...all, namespace: 'n', limit: 2 });
+  assert.deepEqual([p1.items.map((o) => o.name), p1.lastKey, p1.remaining], [['a', 'b'], '/n/b', 2]);
+  const sel = { labels: parseLabelSelector('app=x'), fields: parseFieldSelector('') };
+  const p2 = scan(s.tree, { ...sel, namespace: 'n', limit: 2 });
+  // Both matches fit, yet objects remain in the range: the apiserver still answers a continue.
+  assert.deepEqual([p2.items.map((o) => o.name), p2.lastKey, p2.remaining], [['a', 'c'], '/n/c', undefined]);
+  const p3 = scan(s.tree, { ...sel, namespace: 'n', limit: 2, startKey: '/n/c\u0000' });
+  assert.deepEqual([p3.items.length, p3.lastKey], [0, undefined]);
+});
+
+test('indexes answer selective lists in key order and follow every change', () => {
+  const s = new Store({ fieldIndexes: ['spec.nodeName'] });
+  const objs = [];
+  for (let i = 0; i < 100; i++) objs.push(obj(`ns${i % 3}`, `p${String(i).padStart(3, '0')}`, 1, { app: `a${i % 10}` }, `node-${i % 20}`));
+  s.replace(objs, 10);
+  const q = { labels: parseLabelSelector(''), fields: parseFieldSelector('spec.nodeName=node-3'), namespace: '', limit: 0 };
+  const viaIndex = listLive(s, q).items.map((o) => o.key);
+  assert.deepEqual(viaIndex, scan(s.tree, q).items.map((o) => o.key));
+  assert.equal(viaIndex.length, 5);
+  s.apply('MODIFIED', obj('ns0', 'p003', 11, { app: 'a3' }, 'node-9'));
+  s.apply('DELETED', obj('ns1', 'p043', 12, {}, 'node-3'));
+  // In key order: namespace first (/ns0/p063 before /ns2/p023).
+  assert.deepEqual(listLive(s, q).items.map((o) => o.name), ['p063', 'p023', 'p083']);
+  assert.deepEqual(listLive(s, q).items, scan(s.tree, q).items);
+  const byLabel = { labels: parseLabelSelector('app=a3'), fields: parseFieldSelector(''), namespace: 'ns0', limit: 0 };
+  assert.deepEqual(listLive(s, byLabel).items.map((o) => o.name), scan(s.tree, byLabel).items.map((o) => o.name));
+});
+
+test('snapshots give the exact state at any resourceVersion in the window', () => {
+  let now = 0;
+  const s = new Store({ now: () => now, snapshotWindowMs: 1000 });
+  s.replace([obj('n', 'a', 1)], 10);
+  s.apply('ADDED', obj('n', 'b', 11));
+  s.apply('DELETED', obj('n', 'a', 12));
+  const names = (rv: number) => [...s.snapshotAt(rv)!.tree.values()].map((o) => o.name);
+  assert.deepEqual(names(10), ['a']);
+  assert.deepEqual(names(11), ['a', 'b']);
+  assert.deepEqual(names(12), ['b']);
+  assert.equal(s.snapshotAt(9), undefined);
+  assert.equal(s.snapshotAt(13), undefined);
+  now = 5000;
+  s.apply('ADDED', obj('n', 'c', 13));
+  // Older snapshots age out: their states are no longer known.
+  assert.equal(s.snapshotAt(11), undefined);
+  assert.deepEqual(names(13), ['b', 'c']);
+});
+
+test('waiting for a resourceVersion', async () => {
+  const s = new Store();
+  s.replace([], 5);
+  assert.equal(await s.waitUntilFresh(5, 10), true);
+  const later = s.waitUntilFresh(7, 1000);
+  s.bookmark(7);
+  assert.equal(await later, true);
+  assert.equal(await s.waitUntilFresh(9, 20), false);
+});
