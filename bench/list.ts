@@ -1,0 +1,540 @@
+// LIST and GET from a watch cache: the apiserver directly against Levee answering from its cache,
+// in one run, on a generated cluster of realistic pods (bench/lib/pods.ts).
+//
+// Three targets answer every query, requests alternated between them by the same client (undici,
+// TLS, keep-alive, HTTP/1.1, JSON, no compression):
+//   - the apiserver with resourceVersion=0, served from its watch cache;
+//   - the apiserver with resourceVersion unset, a consistent read (for LIST also from the watch
+//     cache once it has caught up with etcd's current revision; for GET from etcd);
+//   - Levee with resourceVersion=0, started with --cache pods,nodes.
+// Levee runs as its own process, so its memory is its own: its RSS once the cache has synced,
+// less the RSS of a Levee without a cache, divided by the JSON bytes it holds, is the memory it
+// spends per cached byte. Until Levee understands --cache it forwards everything, and the run says
+// so. Needs `npm run testenv -- up`.
+//
+//   npm run bench:list                             # 50,000 pods on 1,000 nodes (generated once, minutes)
+//   npm run bench:list -- --quick                  # 2,000 pods on 40 nodes
+//   npm run bench:list -- --pods 10000 --nodes 200 --reps 100 --full-reps 5
+//   npm run bench:list -- --quick --generate-only  # or --cleanup to delete the generated cluster after
+import { readFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import { Agent, request } from 'undici';
+import { loadEnv } from '../test/env/testenv.ts';
+import { startLevee, type LeveeProcess } from '../test/support/levee.ts';
+import { agentFor } from '../test/support/http.ts';
+import { must, scannedGet, timedGet, type Scanned, type Timing } from './lib/client.ts';
+import { ensureCluster, random, removeCluster, type ClusterSize } from './lib/pods.ts';
+import { metric, parseMetrics, type Sample } from './lib/prom.ts';
+import { summarize, quantile, type Summary } from './lib/stats.ts';
+import { barChart } from './lib/svg.ts';
+
+const { values: flags } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    pods: { type: 'string' },
+    nodes: { type: 'string' },
+    namespaces: { type: 'string', default: '50' },
+    apps: { type: 'string', default: '200' },
+    reps: { type: 'string', default: '300' },
+    'full-reps': { type: 'string', default: '10' },
+    concurrency: { type: 'string', default: '48' },
+    'sync-timeout': { type: 'string', default: '900' },
+    'generate-only': { type: 'boolean', default: false },
+    cleanup: { type: 'boolean', default: false },
+  },
+});
+const size: ClusterSize = {
+  pods: Number(flags.pods ?? (flags.quick ? 2000 : 50_000)),
+  nodes: Number(flags.nodes ?? (flags.quick ? 40 : 1000)),
+  namespaces: Number(flags.namespaces),
+  apps: Number(flags.apps),
+};
+const REPS = Number(flags.reps);
+const FULL_REPS = Number(flags['full-reps']);
+
+const log = (line: string): void => console.error(`bench:list: ${line}`);
+const env = loadEnv();
+const token = env.tokens.admin;
+const agent: Agent = agentFor(env.caFile);
+// Generation gets its own pool: dozens of connections, closed before anything is timed.
+const writer = new Agent({ connect: { ca: readFileSync(env.caFile) }, allowH2: false, connections: 64 });
+
+// ---------------------------------------------------------------- cluster
+
+const apiserverVersion = (JSON.parse((await must([200], agent, token, 'GET', `${env.server}/version`)).body) as { gitVersion: string }).gitVersion;
+const generateOptions = { server: env.server, dispatcher: writer, token, size, concurrency: Number(flags.concurrency), log };
+const { layout: cluster, generation } = await ensureCluster(generateOptions);
+await writer.close();
+log(`cluster ${cluster.id}: ${generation.podItems} pods, ${mb(generation.podBytes)} MB of pod JSON (${(generation.podBytes / generation.podItems / 1024).toFixed(1)} KiB each), ${generation.nodeItems} nodes`);
+if (flags['generate-only']) {
+  await agent.close();
+  process.exit(0);
+}
+
+// ---------------------------------------------------------------- Levee
+
+async function waitReady(levee: LeveeProcess, timeoutS: number): Promise<number> {
+  const started = performance.now();
+  for (;;) {
+    try {
+      const res = await request(`${levee.url.origin}/readyz`, { dispatcher: agent });
+      await res.body.dump();
+      if (res.statusCode === 200) return (performance.now() - started) / 1000;
+    } catch {
+      // not accepting yet
+    }
+    if (performance.now() - started > timeoutS * 1000) throw new Error(`levee not ready after ${timeoutS} s:\n${levee.output().slice(-3000)}`);
+    await sleep(100);
+  }
+}
+
+async function leveeMetrics(levee: LeveeProcess): Promise<Sample[]> {
+  const res = await request(`${levee.url.origin}/metrics`, { dispatcher: agent });
+  return parseMetrics(await res.body.text());
+}
+
+interface Memory {
+  rssBytes: number;
+  /** Highest RSS so far (VmHWM): the sync's transient peak shows here. */
+  peakRssBytes: number;
+  heapUsedBytes: number | null;
+  externalBytes: number | null;
+}
+
+/** Memory a moment after a step, so that the step's own short-lived garbage has had a chance to go. */
+async function settledMemory(levee: LeveeProcess): Promise<Memory> {
+  await sleep(3000);
+  const status = readFileSync(`/proc/${levee.pid}/status`, 'utf8');
+  const kb = (field: string): number => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)![1]) * 1024;
+  const m = await leveeMetrics(levee);
+  return {
+    rssBytes: kb('VmRSS'),
+    peakRssBytes: kb('VmHWM'),
+    heapUsedBytes: metric(m, 'nodejs_heap_size_used_bytes') ?? null,
+    externalBytes: metric(m, 'nodejs_external_memory_bytes') ?? null,
+  };
+}
+
+/**
+ * Starts Levee with `cache` as its --cache list. A Levee that does not know --cache yet forwards
+ * everything; it is measured as it is, and the run says so.
+ */
+async function startWithCache(cache: string): Promise<{ levee: LeveeProcess; cacheFlag: boolean }> {
+  try {
+    return { levee: await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra: ['--cache', cache] }), cacheFlag: true };
+  } catch (err) {
+    if (!/cache/.test(String(err))) throw err;
+    return { levee: await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing }), cacheFlag: false };
+  }
+}
+
+// The baseline: the same Levee with no cache (--cache ""), ready, having served nothing.
+const baseline = (await startWithCache('')).levee;
+await waitReady(baseline, 60);
+const memBaseline = await settledMemory(baseline);
+await baseline.stop();
+
+const { levee, cacheFlag } = await startWithCache('pods,nodes');
+if (!cacheFlag) log('this Levee does not accept --cache; measuring it as a forwarding gateway');
+const rssAtStart = levee.rss();
+const syncSeconds = await waitReady(levee, Number(flags['sync-timeout']));
+const memSynced = await settledMemory(levee);
+const rssBaseline = memBaseline.rssBytes;
+const rssSynced = memSynced.rssBytes;
+const synced = await leveeMetrics(levee);
+const cacheObjects = { pods: metric(synced, 'levee_cache_objects', { resource: 'pods' }), nodes: metric(synced, 'levee_cache_objects', { resource: 'nodes' }) };
+const cacheBytes = { pods: metric(synced, 'levee_cache_bytes', { resource: 'pods' }), nodes: metric(synced, 'levee_cache_bytes', { resource: 'nodes' }) };
+const heldBytes = (cacheBytes.pods ?? 0) + (cacheBytes.nodes ?? 0);
+log(`levee ${cacheFlag ? 'with --cache pods,nodes' : 'forwarding'}: ready after ${syncSeconds.toFixed(1)} s, RSS ${mb(rssSynced)} MB (baseline ${mb(rssBaseline)} MB), cache ${cacheObjects.pods ?? '-'} pods / ${mb(cacheBytes.pods)} MB`);
+
+// ---------------------------------------------------------------- scenarios
+
+interface Target {
+  key: 'apiserverRv0' | 'apiserverConsistent' | 'leveeRv0';
+  name: string;
+  origin: string;
+  rv0: boolean;
+}
+const targets: Target[] = [
+  { key: 'apiserverRv0', name: 'apiserver rv=0', origin: env.server, rv0: true },
+  { key: 'apiserverConsistent', name: 'apiserver rv unset', origin: env.server, rv0: false },
+  { key: 'leveeRv0', name: 'Levee rv=0', origin: levee.url.origin, rv0: true },
+];
+const url = (t: Target, path: string): string => `${t.origin}${path}${t.rv0 ? `${path.includes('?') ? '&' : '?'}resourceVersion=0` : ''}`;
+
+interface Query {
+  path: string;
+  /** What the generated layout says the answer holds, where the cluster cannot add to it. */
+  expected?: number;
+}
+interface Scenario {
+  key: string;
+  name: string;
+  reps: number;
+  warmup: number;
+  /** A GET of one object rather than a list. */
+  single: boolean;
+  /** Queries to check for equal answers. */
+  checks: number;
+  pick: () => Query;
+}
+
+/** Resolves once the apiserver answers /readyz with 200. */
+async function apiserverReady(timeoutS = 180): Promise<void> {
+  const started = performance.now();
+  for (;;) {
+    try {
+      const res = await request(`${env.server}/readyz`, { dispatcher: agent, headers: { authorization: `Bearer ${token}` } });
+      await res.body.dump();
+      if (res.statusCode === 200) return;
+    } catch {
+      // restarting
+    }
+    if (performance.now() - started > timeoutS * 1000) throw new Error(`apiserver not ready after ${timeoutS} s`);
+    await sleep(250);
+  }
+}
+
+// The test environment is shared, and some tests stop and restart the apiserver. A round of
+// requests that fails is dropped and done again once both servers are ready, a bounded number of
+// times; the count is reported, since a restarted apiserver also starts with a cold watch cache.
+const interruptions: { phase: string; error: string }[] = [];
+async function survive<T>(phase: string, round: () => Promise<T>): Promise<T> {
+  for (;;) {
+    try {
+      return await round();
+    } catch (err) {
+      interruptions.push({ phase, error: String(err).split('\n')[0]! });
+      log(`${phase}: ${String(err).split('\n')[0]}; waiting for the apiserver and Levee, then repeating the round`);
+      if (interruptions.length > 20) throw new Error('too many interrupted rounds', { cause: err });
+      await apiserverReady();
+      await waitReady(levee, Number(flags['sync-timeout']));
+      await sleep(1000);
+    }
+  }
+}
+
+const rand = random(42);
+const pickIndex = (n: number): number => Math.floor(rand() * n);
+const scenarios: Scenario[] = [
+  { key: 'list-all-pods', name: 'LIST all pods', reps: FULL_REPS, warmup: 2, single: false, checks: 2, pick: () => ({ path: '/api/v1/pods' }) },
+  {
+    key: 'list-pods-node',
+    name: 'LIST pods of one node (fieldSelector)',
+    reps: REPS,
+    warmup: 30,
+    single: false,
+    checks: 20,
+    pick: () => {
+      const n = pickIndex(cluster.nodes.length);
+      return { path: `/api/v1/pods?fieldSelector=${encodeURIComponent(`spec.nodeName=${cluster.nodes[n]}`)}`, expected: cluster.podsPerNode[n]! };
+    },
+  },
+  {
+    key: 'list-pods-app',
+    name: 'LIST pods of one app (labelSelector)',
+    reps: REPS,
+    warmup: 30,
+    single: false,
+    checks: 20,
+    pick: () => {
+      const a = cluster.apps[pickIndex(cluster.apps.length)]!;
+      return { path: `/api/v1/pods?labelSelector=${encodeURIComponent(`app=${a.name}`)}`, expected: a.pods };
+    },
+  },
+  {
+    key: 'get-pod',
+    name: 'GET one pod (random)',
+    reps: REPS,
+    warmup: 30,
+    single: true,
+    checks: 20,
+    pick: () => {
+      const p = cluster.pods[pickIndex(cluster.pods.length)]!;
+      return { path: `/api/v1/namespaces/${p.namespace}/pods/${p.name}`, expected: 1 };
+    },
+  },
+  {
+    // The same pod every time: what reading one object from the cache costs once Levee has
+    // authorized this exact request (its access decisions are cached per object name, so a GET of
+    // a new pod name also pays one access review upstream).
+    key: 'get-same-pod',
+    name: 'GET one pod (the same each time)',
+    reps: REPS,
+    warmup: 30,
+    single: true,
+    checks: 1,
+    pick: () => {
+      const p = cluster.pods[0]!;
+      return { path: `/api/v1/namespaces/${p.namespace}/pods/${p.name}`, expected: 1 };
+    },
+  },
+  { key: 'list-all-nodes', name: 'LIST all nodes', reps: Math.max(FULL_REPS, Math.round(REPS / 10)), warmup: 5, single: false, checks: 2, pick: () => ({ path: '/api/v1/nodes' }) },
+];
+
+// ---------------------------------------------------------------- equal answers
+
+interface Mismatch {
+  scenario: string;
+  path: string;
+  expected?: number;
+  items: Record<Target['key'], number>;
+  status: Record<Target['key'], number>;
+}
+const mismatches: Mismatch[] = [];
+const warnings: string[] = [];
+const verification: { scenario: string; checked: number; mismatches: number; items: Record<Target['key'], number>; bodyBytes: Record<Target['key'], number> }[] = [];
+
+async function answers(s: Scenario, q: Query): Promise<Record<Target['key'], Scanned>> {
+  const out = {} as Record<Target['key'], Scanned>;
+  for (const t of targets) out[t.key] = await scannedGet(url(t, q.path), agent, token, s.single);
+  return out;
+}
+const same = (a: Record<Target['key'], Scanned>): boolean =>
+  targets.every((t) => a[t.key].items === a.apiserverRv0.items && a[t.key].status === a.apiserverRv0.status);
+
+log('checking that every target gives the same answers');
+for (const s of scenarios) {
+  let bad = 0;
+  let last: Record<Target['key'], Scanned> | undefined;
+  for (let i = 0; i < s.checks; i++) {
+    const q = s.pick();
+    let a = await survive(`check ${s.name}`, () => answers(s, q));
+    // Other tests may be writing pods into the shared cluster: ask once more before calling a
+    // difference a mismatch.
+    if (!same(a)) {
+      await sleep(500);
+      a = await survive(`check ${s.name}`, () => answers(s, q));
+    }
+    last = a;
+    if (!same(a)) {
+      bad++;
+      const m: Mismatch = { scenario: s.name, path: q.path, items: pick(a, 'items'), status: pick(a, 'status') };
+      if (q.expected !== undefined) m.expected = q.expected;
+      mismatches.push(m);
+      console.error(`MISMATCH ${s.name} ${q.path}: ${JSON.stringify(m.items)} (HTTP ${JSON.stringify(m.status)})`);
+    } else if (q.expected !== undefined && a.apiserverRv0.items !== q.expected) {
+      warnings.push(`${s.name} ${q.path}: all targets answered ${a.apiserverRv0.items}, the layout says ${q.expected}`);
+    }
+  }
+  verification.push({ scenario: s.name, checked: s.checks, mismatches: bad, items: pick(last!, 'items'), bodyBytes: pick(last!, 'bytes') });
+}
+for (const w of warnings) log(`warning: ${w}`);
+
+function pick<K extends keyof Scanned>(a: Record<Target['key'], Scanned>, k: K): Record<Target['key'], Scanned[K]> {
+  return Object.fromEntries(targets.map((t) => [t.key, a[t.key][k]])) as Record<Target['key'], Scanned[K]>;
+}
+
+// ---------------------------------------------------------------- timing
+
+interface TargetResult extends Summary {
+  ttfbP50Ms: number;
+  meanBytes: number;
+}
+interface Result {
+  scenario: string;
+  key: string;
+  requests: number;
+  targets: Record<Target['key'], TargetResult>;
+  /** apiserver p50 / Levee p50: above 1 means Levee is faster. */
+  ratioP50: { apiserverRv0: number; apiserverConsistent: number };
+}
+
+const before = await leveeMetrics(levee);
+const results: Result[] = [];
+for (const s of scenarios) {
+  const samples: Record<Target['key'], Timing[]> = { apiserverRv0: [], apiserverConsistent: [], leveeRv0: [] };
+  const started = performance.now();
+  for (let i = 0; i < s.warmup + s.reps; i++) {
+    const q = s.pick();
+    // Rotate which target goes first, so none always meets caches the others just warmed.
+    const round = await survive(s.name, async () => {
+      const got: [Target['key'], Timing][] = [];
+      for (let k = 0; k < targets.length; k++) {
+        const t = targets[(i + k) % targets.length]!;
+        got.push([t.key, await timedGet(url(t, q.path), agent, token)]);
+      }
+      return got;
+    });
+    if (i >= s.warmup) for (const [key, r] of round) samples[key].push(r);
+  }
+  const per = Object.fromEntries(
+    targets.map((t) => {
+      const xs = samples[t.key];
+      return [t.key, { ...summarize(xs.map((x) => x.ms)), ttfbP50Ms: quantile(xs.map((x) => x.ttfbMs), 0.5), meanBytes: xs.reduce((a, x) => a + x.bytes, 0) / xs.length }];
+    }),
+  ) as Record<Target['key'], TargetResult>;
+  const r: Result = {
+    scenario: s.name,
+    key: s.key,
+    requests: s.reps,
+    targets: per,
+    ratioP50: { apiserverRv0: per.apiserverRv0.p50Ms / per.leveeRv0.p50Ms, apiserverConsistent: per.apiserverConsistent.p50Ms / per.leveeRv0.p50Ms },
+  };
+  results.push(r);
+  log(`${s.name}: p50 ${targets.map((t) => `${t.name} ${ms(per[t.key].p50Ms)}`).join(', ')} ms (${((performance.now() - started) / 1000).toFixed(0)} s)`);
+}
+const after = await leveeMetrics(levee);
+const answered = (source: string): number =>
+  (metric(after, 'levee_request_total', { source }) ?? 0) - (metric(before, 'levee_request_total', { source }) ?? 0);
+const leveeAnswers = { cache: answered('cache'), upstream: answered('upstream') };
+const forwardedReasons = Object.fromEntries(
+  [...new Set(after.filter((x) => x.name === 'levee_read_forwarded_total').map((x) => x.labels['reason'] ?? ''))].map((reason) => [
+    reason,
+    (metric(after, 'levee_read_forwarded_total', { reason }) ?? 0) - (metric(before, 'levee_read_forwarded_total', { reason }) ?? 0),
+  ]),
+);
+const rssAfter = levee.rss();
+await levee.stop();
+
+// ---------------------------------------------------------------- environment
+
+function apiserverRss(): number | null {
+  try {
+    const state = JSON.parse(readFileSync(resolve(import.meta.dirname, '../.testenv/state.json'), 'utf8')) as { apiserver: { pid: number } };
+    return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${state.apiserver.pid}/status`, 'utf8'))![1]) * 1024;
+  } catch {
+    return null;
+  }
+}
+
+async function etcdSizes(): Promise<{ dbBytes: number | null; dbInUseBytes: number | null; keys: number | null }> {
+  try {
+    const res = await request(`${env.etcd}/metrics`);
+    const m = parseMetrics(await res.body.text());
+    return {
+      dbBytes: metric(m, 'etcd_mvcc_db_total_size_in_bytes') ?? null,
+      dbInUseBytes: metric(m, 'etcd_mvcc_db_total_size_in_use_in_bytes') ?? null,
+      keys: metric(m, 'etcd_debugging_mvcc_keys_total') ?? null,
+    };
+  } catch {
+    return { dbBytes: null, dbInUseBytes: null, keys: null };
+  }
+}
+
+const report = {
+  benchmark: 'list',
+  date: new Date().toISOString(),
+  environment: {
+    node: process.version,
+    apiserver: apiserverVersion,
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model ?? 'unknown',
+    memoryBytes: totalmem(),
+    apiserverRssBytes: apiserverRss(),
+    etcd: await etcdSizes(),
+    client: 'undici, one keep-alive connection per server, TLS, HTTP/1.1, JSON, uncompressed, one request at a time',
+  },
+  cluster: {
+    id: cluster.id,
+    ...size,
+    reused: generation.reused,
+    generationSeconds: generation.seconds,
+    podItems: generation.podItems,
+    podBytes: generation.podBytes,
+    podBytesPerItem: generation.podBytes / generation.podItems,
+    nodeItems: generation.nodeItems,
+    nodeBytes: generation.nodeBytes,
+  },
+  levee: {
+    cacheFlag,
+    mode: cacheFlag ? '--cache pods,nodes' : 'forwarding (no --cache in this build)',
+    readySeconds: syncSeconds,
+    rssBaselineBytes: rssBaseline,
+    rssAtStartBytes: rssAtStart,
+    rssSyncedBytes: rssSynced,
+    rssAfterBytes: rssAfter,
+    memoryBaseline: memBaseline,
+    memorySynced: memSynced,
+    cacheObjects,
+    cacheBytes,
+    rssPerCachedByte: heldBytes > 0 ? (rssSynced - rssBaseline) / heldBytes : null,
+    heapPerCachedByte:
+      heldBytes > 0 && memSynced.heapUsedBytes !== null && memBaseline.heapUsedBytes !== null
+        ? (memSynced.heapUsedBytes + (memSynced.externalBytes ?? 0) - memBaseline.heapUsedBytes - (memBaseline.externalBytes ?? 0)) / heldBytes
+        : null,
+    answersDuringMeasurement: leveeAnswers,
+    forwardedDuringMeasurement: forwardedReasons,
+  },
+  interruptions,
+  verification: { mismatches, warnings, perScenario: verification },
+  results,
+};
+
+// ---------------------------------------------------------------- output
+
+const out = resolve(import.meta.dirname, 'results');
+mkdirSync(out, { recursive: true });
+writeFileSync(resolve(out, 'list.json'), JSON.stringify(report, null, 2) + '\n');
+
+const table = [
+  '| scenario | n | apiserver rv=0 p50 / p99 ms | apiserver rv unset p50 / p99 ms | Levee rv=0 p50 / p99 ms | rv=0 ÷ Levee (p50) | rv unset ÷ Levee (p50) | MB per answer |',
+  '|---|---:|---:|---:|---:|---:|---:|---:|',
+  ...results.map((r) => {
+    const c = (k: Target['key']): string => `${ms(r.targets[k].p50Ms)} / ${ms(r.targets[k].p99Ms)}`;
+    return `| ${r.scenario} | ${r.requests} | ${c('apiserverRv0')} | ${c('apiserverConsistent')} | ${c('leveeRv0')} | ${r.ratioP50.apiserverRv0.toFixed(2)}× | ${r.ratioP50.apiserverConsistent.toFixed(2)}× | ${(r.targets.leveeRv0.meanBytes / 1e6).toFixed(3)} |`;
+  }),
+].join('\n');
+
+const memory = report.levee.rssPerCachedByte === null
+  ? `no cache metrics (levee_cache_bytes) were exported, so memory per cached byte is not known; RSS ${mb(rssBaseline)} MB without a cache, ${mb(rssSynced)} MB for the measured Levee when ready, ${mb(rssAfter)} MB after the run`
+  : `RSS ${mb(rssBaseline)} MB without a cache, ${mb(rssSynced)} MB with ${mb(heldBytes)} MB of JSON cached (${cacheObjects.pods ?? 0} pods, ${cacheObjects.nodes ?? 0} nodes): ` +
+    `${report.levee.rssPerCachedByte.toFixed(2)} bytes of RSS per cached byte` +
+    (report.levee.heapPerCachedByte === null ? '' : ` (V8 heap used + external: ${report.levee.heapPerCachedByte.toFixed(2)})`) +
+    `; peak RSS while syncing ${mb(memSynced.peakRssBytes)} MB; ${mb(rssAfter)} MB after the run`;
+const md = `# LIST and GET from a watch cache
+
+${report.date}. ${cluster.size.pods.toLocaleString('en')} pods on ${cluster.size.nodes.toLocaleString('en')} nodes in ${cluster.size.namespaces} namespaces (${cluster.size.apps} apps),
+${mb(generation.podBytes)} MB of pod JSON (${(generation.podBytes / generation.podItems / 1024).toFixed(1)} KiB per pod)${generation.reused ? '' : `, generated in ${generation.seconds.toFixed(0)} s`}.
+Kubernetes ${apiserverVersion}, Node ${process.version}, ${report.environment.cpus} CPUs (${report.environment.cpuModel}); client, etcd, apiserver and Levee share them.
+Levee: ${report.levee.mode}, ready after ${syncSeconds.toFixed(1)} s. ${leveeAnswers.cache} answers from its cache and ${leveeAnswers.upstream} from upstream during measurement.
+
+Same client for every target (${report.environment.client}), requests alternated between targets,
+warm-up first. Latency is to the last byte of the body. p99 is nearest-rank (of ${FULL_REPS} samples for a full LIST, the slowest).
+Ratios above 1× mean Levee answered faster. A full LIST of pods held ${verification[0]!.items.apiserverRv0.toLocaleString('en')} pods
+(${generation.podItems.toLocaleString('en')} generated, the rest from other users of the same test cluster).
+
+${table}
+
+Memory: ${memory}.
+
+${interruptions.length ? `Rounds repeated after the shared apiserver went away: ${interruptions.length}.\n\n` : ''}Answers checked for equal item counts on ${verification.reduce((a, v) => a + v.checked, 0)} queries: ${mismatches.length === 0 ? 'all equal' : `${mismatches.length} mismatches (see list.json)`}.
+
+![p50 latency](list.svg)
+`;
+writeFileSync(resolve(out, 'list.md'), md);
+
+const colors: Record<Target['key'], string> = { apiserverRv0: '#4e79a7', apiserverConsistent: '#a0cbe8', leveeRv0: '#f28e2b' };
+writeFileSync(
+  resolve(out, 'list.svg'),
+  barChart({
+    title: 'p50 latency: apiserver against Levee',
+    subtitle: `${cluster.size.pods.toLocaleString('en')} pods, ${cluster.size.nodes.toLocaleString('en')} nodes, ${mb(generation.podBytes)} MB of pods; Levee ${cacheFlag ? 'from cache' : 'forwarding'}; Kubernetes ${apiserverVersion}`,
+    unit: 'ms',
+    series: targets.map((t) => ({ name: t.name, color: colors[t.key] })),
+    groups: results.map((r) => ({ label: r.scenario, values: targets.map((t) => r.targets[t.key].p50Ms) })),
+  }),
+);
+
+console.log(table);
+console.log(`\nMemory: ${memory}.`);
+
+if (flags.cleanup) {
+  log(`deleting generated cluster ${cluster.id}`);
+  await removeCluster({ ...generateOptions, dispatcher: agent });
+}
+await agent.close();
+if (mismatches.length > 0) {
+  log(`${mismatches.length} queries got different answers from the apiserver and Levee`);
+  process.exitCode = 1;
+}
+
+function mb(bytes: number | undefined): string {
+  return bytes === undefined ? '-' : (bytes / 1e6).toFixed(1);
+}
+function ms(x: number): string {
+  return x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2);
+}
