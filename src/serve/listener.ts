@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { createSecureServer, type Http2SecureServer } from 'node:http2';
-import { isIP } from 'node:net';
+import { isIP, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { DownstreamRequest, DownstreamResponse } from './downstream.ts';
 
@@ -65,7 +65,10 @@ export async function listen(opts: ListenerOptions, handlers: Handlers): Promise
   server.on('tlsClientError', () => undefined);
   server.on('sessionError', () => undefined);
   const sockets = new Set<Duplex>();
-  server.on('connection', (socket: Duplex) => {
+  server.on('connection', (socket: Socket) => {
+    // Without this, a response head and its body leave as two small segments and the second waits
+    // for the client's delayed ACK: 40 ms added to every forwarded request over TLS.
+    socket.setNoDelay(true);
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
   });
