@@ -17,6 +17,8 @@
 import { createHash } from 'node:crypto';
 import type { Dispatcher } from 'undici';
 import { call, must, pool, scannedGet } from './client.ts';
+import { EtcdGuard } from './etcd.ts';
+import { seededRandom } from '../../test/support/random.ts';
 
 /** Bump when the shape of generated objects changes, so an old cluster is not reused as a new one. */
 const LAYOUT_VERSION = 'v2';
@@ -79,17 +81,8 @@ const ZONES = ['a', 'b', 'c'];
 const SIDECAR_IMAGE = 'public.ecr.aws/aws-observability/aws-for-fluent-bit:2.32.2';
 const ALNUM = 'bcdfghjklmnpqrstvwxz2456789'; // the alphabet of generated Kubernetes name suffixes
 
-/** mulberry32: a small seeded generator, so a layout is the same on every run. */
-export function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A small seeded generator, so a layout is the same on every run. */
+export const random = seededRandom;
 
 const sha = (s: string): string => createHash('sha256').update(s).digest('hex');
 const suffix = (hex: string, n: number): string =>
@@ -385,6 +378,8 @@ export interface GenerateOptions {
   size: ClusterSize;
   concurrency: number;
   log: (line: string) => void;
+  /** etcd's client URL: when given, writes pause while etcd is close to its quota. */
+  etcd?: string;
 }
 
 export interface Generation {
@@ -430,15 +425,22 @@ export async function ensureCluster(o: GenerateOptions): Promise<{ layout: Layou
   // derived from the size); its status is written again, which is harmless and covers a run that
   // stopped between create and status.
   const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-  await writeAll(o, 'nodes', l.nodes.length, async (n) => {
-    await must([201, 409], o.dispatcher, o.token, 'POST', `${api}/nodes?fieldManager=kubelet`, nodeObject(l, n));
-    await must([200], o.dispatcher, o.token, 'PATCH', `${api}/nodes/${l.nodes[n]}/status?fieldManager=kubelet`, nodeStatus(l, n, now), STRATEGIC);
-  });
-  await writeAll(o, 'pods', l.pods.length, async (i) => {
-    const p = l.pods[i]!;
-    await must([201, 409], o.dispatcher, o.token, 'POST', `${api}/namespaces/${p.namespace}/pods?fieldManager=kube-controller-manager`, podObject(l, i));
-    await must([200], o.dispatcher, o.token, 'PATCH', `${api}/namespaces/${p.namespace}/pods/${p.name}/status?fieldManager=kubelet`, podStatus(l, i, now), STRATEGIC);
-  });
+  const guard = o.etcd ? new EtcdGuard(o.etcd, o.log) : null;
+  try {
+    await writeAll(o, 'nodes', l.nodes.length, async (n) => {
+      await guard?.ready();
+      await must([201, 409], o.dispatcher, o.token, 'POST', `${api}/nodes?fieldManager=kubelet`, nodeObject(l, n));
+      await must([200], o.dispatcher, o.token, 'PATCH', `${api}/nodes/${l.nodes[n]}/status?fieldManager=kubelet`, nodeStatus(l, n, now), STRATEGIC);
+    });
+    await writeAll(o, 'pods', l.pods.length, async (i) => {
+      const p = l.pods[i]!;
+      await guard?.ready();
+      await must([201, 409], o.dispatcher, o.token, 'POST', `${api}/namespaces/${p.namespace}/pods?fieldManager=kube-controller-manager`, podObject(l, i));
+      await must([200], o.dispatcher, o.token, 'PATCH', `${api}/namespaces/${p.namespace}/pods/${p.name}/status?fieldManager=kubelet`, podStatus(l, i, now), STRATEGIC);
+    });
+  } finally {
+    await guard?.stop();
+  }
   const seconds = (performance.now() - started) / 1000;
 
   const counted = await measure(o, selector);

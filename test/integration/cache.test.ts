@@ -9,6 +9,7 @@ import type { Agent } from 'undici';
 import { loadEnv, stopApiserver, startApiserver, type TestEnv } from '../env/testenv.ts';
 import { startLevee, type LeveeProcess } from '../support/levee.ts';
 import { agentFor, get, send, suffix } from '../support/http.ts';
+import { seededRandom } from '../support/random.ts';
 
 let env: TestEnv;
 let levee: LeveeProcess;
@@ -16,17 +17,7 @@ let agent: Agent;
 const run = suffix();
 const namespaces = [`cache-a-${run}`, `cache-b-${run}`, `cache-c-${run}`];
 
-// A small seeded generator, so a failing case can be replayed.
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = seededRandom;
 
 async function waitReady(l: LeveeProcess): Promise<void> {
   for (let i = 0; i < 200; i++) {
