@@ -26,6 +26,7 @@ import { loadEnv } from '../test/env/testenv.ts';
 import { startLevee, type LeveeProcess } from '../test/support/levee.ts';
 import { agentFor } from '../test/support/http.ts';
 import { must, scannedGet, timedGet, type Scanned, type Timing } from './lib/client.ts';
+import { etcdSize } from './lib/etcd.ts';
 import { ensureCluster, random, removeCluster, type ClusterSize } from './lib/pods.ts';
 import { metric, parseMetrics, type Sample } from './lib/prom.ts';
 import { summarize, quantile, type Summary } from './lib/stats.ts';
@@ -65,9 +66,11 @@ const writer = new Agent({ connect: { ca: readFileSync(env.caFile) }, allowH2: f
 // ---------------------------------------------------------------- cluster
 
 const apiserverVersion = (JSON.parse((await must([200], agent, token, 'GET', `${env.server}/version`)).body) as { gitVersion: string }).gitVersion;
-const generateOptions = { server: env.server, dispatcher: writer, token, size, concurrency: Number(flags.concurrency), log };
+const generateOptions = { server: env.server, dispatcher: writer, token, size, concurrency: Number(flags.concurrency), log, etcd: env.etcd };
 const { layout: cluster, generation } = await ensureCluster(generateOptions);
 await writer.close();
+const etcdAfterGeneration = await etcdSize(env.etcd);
+log(`etcd: ${mb(etcdAfterGeneration.dbBytes ?? undefined)} MB database, ${mb(etcdAfterGeneration.dbInUseBytes ?? undefined)} MB in use, ${etcdAfterGeneration.keys ?? '?'} keys`);
 log(`cluster ${cluster.id}: ${generation.podItems} pods, ${mb(generation.podBytes)} MB of pod JSON (${(generation.podBytes / generation.podItems / 1024).toFixed(1)} KiB each), ${generation.nodeItems} nodes`);
 if (flags['generate-only']) {
   await agent.close();
@@ -401,20 +404,6 @@ function apiserverRss(): number | null {
   }
 }
 
-async function etcdSizes(): Promise<{ dbBytes: number | null; dbInUseBytes: number | null; keys: number | null }> {
-  try {
-    const res = await request(`${env.etcd}/metrics`);
-    const m = parseMetrics(await res.body.text());
-    return {
-      dbBytes: metric(m, 'etcd_mvcc_db_total_size_in_bytes') ?? null,
-      dbInUseBytes: metric(m, 'etcd_mvcc_db_total_size_in_use_in_bytes') ?? null,
-      keys: metric(m, 'etcd_debugging_mvcc_keys_total') ?? null,
-    };
-  } catch {
-    return { dbBytes: null, dbInUseBytes: null, keys: null };
-  }
-}
-
 const report = {
   benchmark: 'list',
   date: new Date().toISOString(),
@@ -425,7 +414,7 @@ const report = {
     cpuModel: cpus()[0]?.model ?? 'unknown',
     memoryBytes: totalmem(),
     apiserverRssBytes: apiserverRss(),
-    etcd: await etcdSizes(),
+    etcd: await etcdSize(env.etcd),
     client: 'undici, one keep-alive connection per server, TLS, HTTP/1.1, JSON, uncompressed, one request at a time',
   },
   cluster: {
@@ -438,6 +427,7 @@ const report = {
     podBytesPerItem: generation.podBytes / generation.podItems,
     nodeItems: generation.nodeItems,
     nodeBytes: generation.nodeBytes,
+    etcdAfterGeneration,
   },
   levee: {
     cacheFlag,

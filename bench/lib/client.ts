@@ -58,8 +58,11 @@ export interface Answer {
 }
 
 /**
- * A write (or a small read) that retries connection errors, 429 and 5xx with backoff: generating a
- * cluster sends ~100,000 requests, and one refused request should not waste minutes of work.
+ * A write (or a small read) that retries connection errors, 429 and 5xx with backoff for up to
+ * two minutes: generating a cluster sends ~100,000 requests, the shared test apiserver is
+ * sometimes restarted by other tests (and then reloads its watch cache), and one refused request
+ * should not waste minutes of work. A create retried after its answer was lost meets 409, which
+ * the generator accepts.
  */
 export async function call(
   dispatcher: Dispatcher,
@@ -69,7 +72,9 @@ export async function call(
   body?: unknown,
   contentType = 'application/json',
 ): Promise<Answer> {
+  const deadline = Date.now() + 120_000;
   for (let attempt = 0; ; attempt++) {
+    const backoff = Math.min(2000, 100 * 2 ** attempt);
     try {
       const res = await request(url, {
         method,
@@ -78,14 +83,14 @@ export async function call(
         body: body === undefined ? null : JSON.stringify(body),
       });
       const text = await res.body.text();
-      if ((res.statusCode === 429 || res.statusCode >= 500) && attempt < 6) {
-        await sleep(Math.min(5000, Number(res.headers['retry-after'] ?? 0) * 1000 || 100 * 2 ** attempt));
+      if ((res.statusCode === 429 || res.statusCode >= 500) && Date.now() < deadline) {
+        await sleep(Math.max(backoff, Number(res.headers['retry-after'] ?? 0) * 1000));
         continue;
       }
       return { status: res.statusCode, body: text };
     } catch (err) {
-      if (attempt >= 6) throw err;
-      await sleep(100 * 2 ** attempt);
+      if (Date.now() >= deadline) throw err;
+      await sleep(backoff);
     }
   }
 }
