@@ -8,14 +8,19 @@
 //     cache once it has caught up with etcd's current revision; for GET from etcd);
 //   - Levee with resourceVersion=0, started with --cache pods,nodes.
 // Levee runs as its own process, so its memory is its own: its RSS once the cache has synced,
-// less the RSS of a Levee without a cache, divided by the JSON bytes it holds, is the memory it
-// spends per cached byte. Until Levee understands --cache it forwards everything, and the run says
-// so. Needs `npm run testenv -- up`.
+// less the RSS of a Levee started with `--cache ""` (no cache), divided by the JSON bytes it holds,
+// is the memory it spends per cached byte. A Levee that does not know --cache forwards
+// everything; it is measured all the same, and the run says so. Needs `npm run testenv -- up`.
 //
-//   npm run bench:list                             # 50,000 pods on 1,000 nodes (generated once, minutes)
+//   npm run bench:list                             # 50,000 pods on 1,000 nodes (generated once: ~8 min)
 //   npm run bench:list -- --quick                  # 2,000 pods on 40 nodes
 //   npm run bench:list -- --pods 10000 --nodes 200 --reps 100 --full-reps 5
-//   npm run bench:list -- --quick --generate-only  # or --cleanup to delete the generated cluster after
+//   npm run bench:list -- --quick --generate-only  # only make sure the cluster exists
+//   npm run bench:list -- --cleanup                # delete the generated pods and nodes afterwards
+//   npm run bench:list -- --render                 # redraw list.md and list.svg from list.json
+//
+// The generated cluster stays in the test environment for the next run unless --cleanup is given;
+// other users of a shared environment pay for 50,000 pods too (every Levee they start caches them).
 import { readFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { resolve } from 'node:path';
@@ -29,8 +34,8 @@ import { must, scannedGet, timedGet, type Scanned, type Timing } from './lib/cli
 import { etcdSize } from './lib/etcd.ts';
 import { ensureCluster, random, removeCluster, type ClusterSize } from './lib/pods.ts';
 import { metric, parseMetrics, type Sample } from './lib/prom.ts';
-import { summarize, quantile, type Summary } from './lib/stats.ts';
-import { barChart } from './lib/svg.ts';
+import { markdown, mb, memoryLine, ms, svg, table, TARGET_NAMES, type Checked, type ListReport, type Memory, type Mismatch, type Result, type TargetKey, type TargetResult } from './lib/report.ts';
+import { summarize, quantile } from './lib/stats.ts';
 
 const { values: flags } = parseArgs({
   options: {
@@ -45,8 +50,27 @@ const { values: flags } = parseArgs({
     'sync-timeout': { type: 'string', default: '900' },
     'generate-only': { type: 'boolean', default: false },
     cleanup: { type: 'boolean', default: false },
+    render: { type: 'boolean', default: false },
   },
 });
+
+const RESULTS = resolve(import.meta.dirname, 'results');
+
+function writeResults(report: ListReport): void {
+  mkdirSync(RESULTS, { recursive: true });
+  writeFileSync(resolve(RESULTS, 'list.json'), JSON.stringify(report, null, 2) + '\n');
+  writeFileSync(resolve(RESULTS, 'list.md'), markdown(report));
+  writeFileSync(resolve(RESULTS, 'list.svg'), svg(report));
+  console.log(table(report));
+  console.log(`\nMemory: ${memoryLine(report)}.`);
+}
+
+if (flags.render) {
+  // Redraw list.md and list.svg from the recorded list.json, measuring nothing.
+  writeResults(JSON.parse(readFileSync(resolve(RESULTS, 'list.json'), 'utf8')) as ListReport);
+  process.exit(0);
+}
+
 const size: ClusterSize = {
   pods: Number(flags.pods ?? (flags.quick ? 2000 : 50_000)),
   nodes: Number(flags.nodes ?? (flags.quick ? 40 : 1000)),
@@ -70,7 +94,7 @@ const generateOptions = { server: env.server, dispatcher: writer, token, size, c
 const { layout: cluster, generation } = await ensureCluster(generateOptions);
 await writer.close();
 const etcdAfterGeneration = await etcdSize(env.etcd);
-log(`etcd: ${mb(etcdAfterGeneration.dbBytes ?? undefined)} MB database, ${mb(etcdAfterGeneration.dbInUseBytes ?? undefined)} MB in use, ${etcdAfterGeneration.keys ?? '?'} keys`);
+log(`etcd: ${mb(etcdAfterGeneration.dbBytes)} MB database, ${mb(etcdAfterGeneration.dbInUseBytes)} MB in use, ${etcdAfterGeneration.keys ?? '?'} keys`);
 log(`cluster ${cluster.id}: ${generation.podItems} pods, ${mb(generation.podBytes)} MB of pod JSON (${(generation.podBytes / generation.podItems / 1024).toFixed(1)} KiB each), ${generation.nodeItems} nodes`);
 if (flags['generate-only']) {
   await agent.close();
@@ -97,14 +121,6 @@ async function waitReady(levee: LeveeProcess, timeoutS: number): Promise<number>
 async function leveeMetrics(levee: LeveeProcess): Promise<Sample[]> {
   const res = await request(`${levee.url.origin}/metrics`, { dispatcher: agent });
   return parseMetrics(await res.body.text());
-}
-
-interface Memory {
-  rssBytes: number;
-  /** Highest RSS so far (VmHWM): the sync's transient peak shows here. */
-  peakRssBytes: number;
-  heapUsedBytes: number | null;
-  externalBytes: number | null;
 }
 
 /** Memory a moment after a step, so that the step's own short-lived garbage has had a chance to go. */
@@ -156,15 +172,15 @@ log(`levee ${cacheFlag ? 'with --cache pods,nodes' : 'forwarding'}: ready after 
 // ---------------------------------------------------------------- scenarios
 
 interface Target {
-  key: 'apiserverRv0' | 'apiserverConsistent' | 'leveeRv0';
+  key: TargetKey;
   name: string;
   origin: string;
   rv0: boolean;
 }
 const targets: Target[] = [
-  { key: 'apiserverRv0', name: 'apiserver rv=0', origin: env.server, rv0: true },
-  { key: 'apiserverConsistent', name: 'apiserver rv unset', origin: env.server, rv0: false },
-  { key: 'leveeRv0', name: 'Levee rv=0', origin: levee.url.origin, rv0: true },
+  { key: 'apiserverRv0', name: TARGET_NAMES.apiserverRv0, origin: env.server, rv0: true },
+  { key: 'apiserverConsistent', name: TARGET_NAMES.apiserverConsistent, origin: env.server, rv0: false },
+  { key: 'leveeRv0', name: TARGET_NAMES.leveeRv0, origin: levee.url.origin, rv0: true },
 ];
 const url = (t: Target, path: string): string => `${t.origin}${path}${t.rv0 ? `${path.includes('?') ? '&' : '?'}resourceVersion=0` : ''}`;
 
@@ -280,29 +296,22 @@ const scenarios: Scenario[] = [
 
 // ---------------------------------------------------------------- equal answers
 
-interface Mismatch {
-  scenario: string;
-  path: string;
-  expected?: number;
-  items: Record<Target['key'], number>;
-  status: Record<Target['key'], number>;
-}
 const mismatches: Mismatch[] = [];
 const warnings: string[] = [];
-const verification: { scenario: string; checked: number; mismatches: number; items: Record<Target['key'], number>; bodyBytes: Record<Target['key'], number> }[] = [];
+const verification: Checked[] = [];
 
-async function answers(s: Scenario, q: Query): Promise<Record<Target['key'], Scanned>> {
-  const out = {} as Record<Target['key'], Scanned>;
+async function answers(s: Scenario, q: Query): Promise<Record<TargetKey, Scanned>> {
+  const out = {} as Record<TargetKey, Scanned>;
   for (const t of targets) out[t.key] = await scannedGet(url(t, q.path), agent, token, s.single);
   return out;
 }
-const same = (a: Record<Target['key'], Scanned>): boolean =>
+const same = (a: Record<TargetKey, Scanned>): boolean =>
   targets.every((t) => a[t.key].items === a.apiserverRv0.items && a[t.key].status === a.apiserverRv0.status);
 
 log('checking that every target gives the same answers');
 for (const s of scenarios) {
   let bad = 0;
-  let last: Record<Target['key'], Scanned> | undefined;
+  let last: Record<TargetKey, Scanned> | undefined;
   for (let i = 0; i < s.checks; i++) {
     const q = s.pick();
     let a = await survive(`check ${s.name}`, () => answers(s, q));
@@ -327,35 +336,22 @@ for (const s of scenarios) {
 }
 for (const w of warnings) log(`warning: ${w}`);
 
-function pick<K extends keyof Scanned>(a: Record<Target['key'], Scanned>, k: K): Record<Target['key'], Scanned[K]> {
-  return Object.fromEntries(targets.map((t) => [t.key, a[t.key][k]])) as Record<Target['key'], Scanned[K]>;
+function pick<K extends keyof Scanned>(a: Record<TargetKey, Scanned>, k: K): Record<TargetKey, Scanned[K]> {
+  return Object.fromEntries(targets.map((t) => [t.key, a[t.key][k]])) as Record<TargetKey, Scanned[K]>;
 }
 
 // ---------------------------------------------------------------- timing
 
-interface TargetResult extends Summary {
-  ttfbP50Ms: number;
-  meanBytes: number;
-}
-interface Result {
-  scenario: string;
-  key: string;
-  requests: number;
-  targets: Record<Target['key'], TargetResult>;
-  /** apiserver p50 / Levee p50: above 1 means Levee is faster. */
-  ratioP50: { apiserverRv0: number; apiserverConsistent: number };
-}
-
 const before = await leveeMetrics(levee);
 const results: Result[] = [];
 for (const s of scenarios) {
-  const samples: Record<Target['key'], Timing[]> = { apiserverRv0: [], apiserverConsistent: [], leveeRv0: [] };
+  const samples: Record<TargetKey, Timing[]> = { apiserverRv0: [], apiserverConsistent: [], leveeRv0: [] };
   const started = performance.now();
   for (let i = 0; i < s.warmup + s.reps; i++) {
     const q = s.pick();
     // Rotate which target goes first, so none always meets caches the others just warmed.
     const round = await survive(s.name, async () => {
-      const got: [Target['key'], Timing][] = [];
+      const got: [TargetKey, Timing][] = [];
       for (let k = 0; k < targets.length; k++) {
         const t = targets[(i + k) % targets.length]!;
         got.push([t.key, await timedGet(url(t, q.path), agent, token)]);
@@ -369,7 +365,7 @@ for (const s of scenarios) {
       const xs = samples[t.key];
       return [t.key, { ...summarize(xs.map((x) => x.ms)), ttfbP50Ms: quantile(xs.map((x) => x.ttfbMs), 0.5), meanBytes: xs.reduce((a, x) => a + x.bytes, 0) / xs.length }];
     }),
-  ) as Record<Target['key'], TargetResult>;
+  ) as Record<TargetKey, TargetResult>;
   const r: Result = {
     scenario: s.name,
     key: s.key,
@@ -404,7 +400,7 @@ function apiserverRss(): number | null {
   }
 }
 
-const report = {
+const report: ListReport = {
   benchmark: 'list',
   date: new Date().toISOString(),
   environment: {
@@ -456,61 +452,7 @@ const report = {
 
 // ---------------------------------------------------------------- output
 
-const out = resolve(import.meta.dirname, 'results');
-mkdirSync(out, { recursive: true });
-writeFileSync(resolve(out, 'list.json'), JSON.stringify(report, null, 2) + '\n');
-
-const table = [
-  '| scenario | n | apiserver rv=0 p50 / p99 ms | apiserver rv unset p50 / p99 ms | Levee rv=0 p50 / p99 ms | rv=0 ÷ Levee (p50) | rv unset ÷ Levee (p50) | MB per answer |',
-  '|---|---:|---:|---:|---:|---:|---:|---:|',
-  ...results.map((r) => {
-    const c = (k: Target['key']): string => `${ms(r.targets[k].p50Ms)} / ${ms(r.targets[k].p99Ms)}`;
-    return `| ${r.scenario} | ${r.requests} | ${c('apiserverRv0')} | ${c('apiserverConsistent')} | ${c('leveeRv0')} | ${r.ratioP50.apiserverRv0.toFixed(2)}× | ${r.ratioP50.apiserverConsistent.toFixed(2)}× | ${(r.targets.leveeRv0.meanBytes / 1e6).toFixed(3)} |`;
-  }),
-].join('\n');
-
-const memory = report.levee.rssPerCachedByte === null
-  ? `no cache metrics (levee_cache_bytes) were exported, so memory per cached byte is not known; RSS ${mb(rssBaseline)} MB without a cache, ${mb(rssSynced)} MB for the measured Levee when ready, ${mb(rssAfter)} MB after the run`
-  : `RSS ${mb(rssBaseline)} MB without a cache, ${mb(rssSynced)} MB with ${mb(heldBytes)} MB of JSON cached (${cacheObjects.pods ?? 0} pods, ${cacheObjects.nodes ?? 0} nodes): ` +
-    `${report.levee.rssPerCachedByte.toFixed(2)} bytes of RSS per cached byte` +
-    (report.levee.heapPerCachedByte === null ? '' : ` (V8 heap used + external: ${report.levee.heapPerCachedByte.toFixed(2)})`) +
-    `; peak RSS while syncing ${mb(memSynced.peakRssBytes)} MB; ${mb(rssAfter)} MB after the run`;
-const md = `# LIST and GET from a watch cache
-
-${report.date}. ${cluster.size.pods.toLocaleString('en')} pods on ${cluster.size.nodes.toLocaleString('en')} nodes in ${cluster.size.namespaces} namespaces (${cluster.size.apps} apps),
-${mb(generation.podBytes)} MB of pod JSON (${(generation.podBytes / generation.podItems / 1024).toFixed(1)} KiB per pod)${generation.reused ? '' : `, generated in ${generation.seconds.toFixed(0)} s`}.
-Kubernetes ${apiserverVersion}, Node ${process.version}, ${report.environment.cpus} CPUs (${report.environment.cpuModel}); client, etcd, apiserver and Levee share them.
-Levee: ${report.levee.mode}, ready after ${syncSeconds.toFixed(1)} s. ${leveeAnswers.cache} answers from its cache and ${leveeAnswers.upstream} from upstream during measurement.
-
-Same client for every target (${report.environment.client}), requests alternated between targets,
-warm-up first. Latency is to the last byte of the body. p99 is nearest-rank (of ${FULL_REPS} samples for a full LIST, the slowest).
-Ratios above 1× mean Levee answered faster. A full LIST of pods held ${verification[0]!.items.apiserverRv0.toLocaleString('en')} pods
-(${generation.podItems.toLocaleString('en')} generated, the rest from other users of the same test cluster).
-
-${table}
-
-Memory: ${memory}.
-
-${interruptions.length ? `Rounds repeated after the shared apiserver went away: ${interruptions.length}.\n\n` : ''}Answers checked for equal item counts on ${verification.reduce((a, v) => a + v.checked, 0)} queries: ${mismatches.length === 0 ? 'all equal' : `${mismatches.length} mismatches (see list.json)`}.
-
-![p50 latency](list.svg)
-`;
-writeFileSync(resolve(out, 'list.md'), md);
-
-const colors: Record<Target['key'], string> = { apiserverRv0: '#4e79a7', apiserverConsistent: '#a0cbe8', leveeRv0: '#f28e2b' };
-writeFileSync(
-  resolve(out, 'list.svg'),
-  barChart({
-    title: 'p50 latency: apiserver against Levee',
-    subtitle: `${cluster.size.pods.toLocaleString('en')} pods, ${cluster.size.nodes.toLocaleString('en')} nodes, ${mb(generation.podBytes)} MB of pods; Levee ${cacheFlag ? 'from cache' : 'forwarding'}; Kubernetes ${apiserverVersion}`,
-    unit: 'ms',
-    series: targets.map((t) => ({ name: t.name, color: colors[t.key] })),
-    groups: results.map((r) => ({ label: r.scenario, values: targets.map((t) => r.targets[t.key].p50Ms) })),
-  }),
-);
-
-console.log(table);
-console.log(`\nMemory: ${memory}.`);
+writeResults(report);
 
 if (flags.cleanup) {
   log(`deleting generated cluster ${cluster.id}`);
@@ -522,9 +464,3 @@ if (mismatches.length > 0) {
   process.exitCode = 1;
 }
 
-function mb(bytes: number | undefined): string {
-  return bytes === undefined ? '-' : (bytes / 1e6).toFixed(1);
-}
-function ms(x: number): string {
-  return x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2);
-}

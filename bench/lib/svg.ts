@@ -46,7 +46,7 @@ export function barChart(c: Chart): string {
   const hi = Math.ceil(Math.log10(Math.max(...values)) + 0.15); // room for the value labels
   const barW = 26;
   const gap = 4;
-  const groupW = c.series.length * (barW + gap) + 40;
+  const groupW = c.series.length * (barW + gap) + 60;
   const left = 70;
   const top = 70;
   const plotH = 300;
@@ -67,7 +67,7 @@ export function barChart(c: Chart): string {
   out.push(`<text transform="translate(18 ${top + plotH / 2}) rotate(-90)" text-anchor="middle" fill="#555">${esc(c.unit)} (log scale)</text>`);
   out.push(`<line x1="${left}" x2="${left}" y1="${top}" y2="${top + plotH}" stroke="#888"/>`);
   c.groups.forEach((g, gi) => {
-    const x0 = left + gi * groupW + 20;
+    const x0 = left + gi * groupW + 30;
     g.values.forEach((v, si) => {
       if (v === null || v <= 0) return;
       const x = x0 + si * (barW + gap);
