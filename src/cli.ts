@@ -35,6 +35,7 @@ async function main(): Promise<number> {
     auth: options.auth,
     logger,
     cache: options.cache,
+    consistentReads: options.consistentReads,
   });
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);

@@ -5,6 +5,14 @@ import { Reflector } from '../reflector/reflector.ts';
 import { Store } from '../store/store.ts';
 import type { UpstreamPools } from '../upstream/pools.ts';
 import { Backoff } from '../reflector/backoff.ts';
+import type { ConsistentReads } from '../serve/decide.ts';
+import { ConsistencyProbe } from './consistency.ts';
+
+/** The consistent-read policy: a default and overrides by resource name (as --cache names them). */
+export interface ConsistentReadPolicy {
+  default: ConsistentReads;
+  byResource: Record<string, ConsistentReads>;
+}
 import { discover, parseResourceSpec, resourceName, UnknownResourceError, type ResourceInfo } from './resources.ts';
 
 export interface CachedResource {
@@ -12,6 +20,8 @@ export interface CachedResource {
   info: ResourceInfo;
   store: Store;
   reflector: Reflector;
+  probe: ConsistencyProbe;
+  consistentReads: ConsistentReads;
 }
 
 // The apiserver indexes pods by spec.nodeName (its only trigger index); Levee does the same by default.
@@ -26,7 +36,10 @@ export class Cache {
   readonly #failed = new Map<string, string>();
   #stopped = false;
 
-  constructor(pools: UpstreamPools, specs: string[], logger: Logger, metrics: CacheMetrics) {
+  readonly #policy: ConsistentReadPolicy;
+
+  constructor(pools: UpstreamPools, specs: string[], logger: Logger, metrics: CacheMetrics, policy: ConsistentReadPolicy = { default: 'verify', byResource: {} }) {
+    this.#policy = policy;
     this.#pools = pools;
     this.#specs = specs;
     this.#logger = logger;
@@ -74,7 +87,14 @@ export class Cache {
         watchRestarted: (reason) => this.#metrics.watchRestarted(name, reason),
       },
     });
-    this.#byGroupResource.set(`${info.group}/${info.resource}`, { name, info, store, reflector });
+    this.#byGroupResource.set(`${info.group}/${info.resource}`, {
+      name,
+      info,
+      store,
+      reflector,
+      probe: new ConsistencyProbe(this.#pools, info),
+      consistentReads: this.#consistentReads(name),
+    });
     this.#metrics.observe(name, store);
     reflector.start();
   }
@@ -89,6 +109,10 @@ export class Cache {
     }
     for (const r of this.resources) if (!r.store.synced) out.push(`${r.name}: not synced yet`);
     return out;
+  }
+
+  #consistentReads(name: string): ConsistentReads {
+    return this.#policy.byResource[name] ?? this.#policy.default;
   }
 
   lookup(group: string, resource: string): CachedResource | undefined {

@@ -4,6 +4,8 @@ import { parseArgs } from 'node:util';
 import type { LevelWithSilent } from 'pino';
 import type { AuthMode } from '../serve/chain.ts';
 import { DEFAULT_RESOURCES } from '../cache/resources.ts';
+import type { ConsistentReadPolicy } from '../cache/cache.ts';
+import type { ConsistentReads } from '../serve/decide.ts';
 
 export interface Options {
   kubeconfig?: string | undefined;
@@ -14,6 +16,7 @@ export interface Options {
   auth: AuthMode;
   logLevel: LevelWithSilent;
   cache: string[];
+  consistentReads: ConsistentReadPolicy;
 }
 
 export const USAGE = `Usage: levee [options]
@@ -32,6 +35,10 @@ Options:
   --cache LIST               resources answered from memory, comma-separated as kubectl names them
                              (pods, endpointslices.discovery.k8s.io, apps/v1/deployments; "" for none)
                              (default: ${DEFAULT_RESOURCES.join(',')})
+  --consistent-reads POLICY  reads without resourceVersion on cached resources: verify (default: from
+                             cache once proven as new as the apiserver, else forwarded), cache (like
+                             resourceVersion=0), or forward; per resource with name=policy, e.g.
+                             "verify,nodes=cache"
   --log-level LEVEL          trace, debug, info (default), warn, error, silent
   -h, --help                 this text
 `;
@@ -56,6 +63,7 @@ export function parseOptions(argv: string[]): Options | 'help' {
         auth: { type: 'string', default: 'delegate' },
         'log-level': { type: 'string', default: 'info' },
         cache: { type: 'string', default: DEFAULT_RESOURCES.join(',') },
+        'consistent-reads': { type: 'string', default: 'verify' },
         help: { type: 'boolean', short: 'h' },
       },
     }));
@@ -81,5 +89,23 @@ export function parseOptions(argv: string[]): Options | 'help' {
     auth: values.auth as AuthMode,
     logLevel: values['log-level'] as LevelWithSilent,
     cache: values.cache.split(',').map((r) => r.trim()).filter((r) => r !== ''),
+    consistentReads: parseConsistentReads(values['consistent-reads']),
   };
+}
+
+const CONSISTENT_READS: readonly ConsistentReads[] = ['verify', 'cache', 'forward'];
+
+/** "verify", or "verify,nodes=cache,pods=forward": a default and overrides by resource. */
+export function parseConsistentReads(value: string): ConsistentReadPolicy {
+  const policy: ConsistentReadPolicy = { default: 'verify', byResource: {} };
+  for (const part of value.split(',').map((p) => p.trim()).filter((p) => p !== '')) {
+    const eq = part.indexOf('=');
+    const mode = (eq === -1 ? part : part.slice(eq + 1)) as ConsistentReads;
+    if (!CONSISTENT_READS.includes(mode)) {
+      throw new UsageError(`--consistent-reads: "${mode}" is not one of ${CONSISTENT_READS.join(', ')}`);
+    }
+    if (eq === -1) policy.default = mode;
+    else policy.byResource[part.slice(0, eq)] = mode;
+  }
+  return policy;
 }

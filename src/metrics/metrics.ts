@@ -112,6 +112,8 @@ export class CacheMetrics {
   readonly #relists: Counter<'resource'>;
   readonly #restarts: Counter<'resource' | 'reason'>;
   readonly #listSeconds: Histogram<'resource'>;
+  readonly #consistentReads: Counter<'resource' | 'result'>;
+  readonly #consistentWait: Histogram<'resource'>;
 
   constructor(registry: Registry) {
     const stores = this.#stores;
@@ -144,6 +146,20 @@ export class CacheMetrics {
     });
     this.#relists = new Counter({ name: 'levee_reflector_lists_total', help: 'Full lists made by reflectors (initial and relists).', labelNames: ['resource'], registers: [registry] });
     this.#restarts = new Counter({ name: 'levee_reflector_watch_restarts_total', help: 'Reflector watch restarts, by reason (expired window, error).', labelNames: ['resource', 'reason'], registers: [registry] });
+    this.#consistentReads = new Counter({
+      name: 'levee_consistent_reads_total',
+      help: 'Reads without resourceVersion on cached resources: verified and served from cache, served under the cache policy, or forwarded.',
+      labelNames: ['resource', 'result'],
+      registers: [registry],
+    });
+    this.#consistentWait = new Histogram({
+      name: 'levee_consistent_read_wait_seconds',
+      help: 'Time a read without resourceVersion spent learning the apiserver\'s resourceVersion and waiting for the cache to reach it.',
+      labelNames: ['resource'],
+      // The apiserver's own apiserver_watch_cache_read_wait_seconds buckets.
+      buckets: [0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1, 1.25, 1.5, 2, 3],
+      registers: [registry],
+    });
     this.#listSeconds = new Histogram({
       name: 'levee_reflector_list_duration_seconds',
       help: 'Time a reflector took to list a resource.',
@@ -151,6 +167,11 @@ export class CacheMetrics {
       buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
       registers: [registry],
     });
+  }
+
+  consistentRead(resource: string, result: 'verified' | 'cache-policy' | 'forwarded', waitSeconds: number): void {
+    this.#consistentReads.inc({ resource, result });
+    if (result !== 'cache-policy') this.#consistentWait.observe({ resource }, waitSeconds);
   }
 
   observe(resource: string, store: Store): void {

@@ -95,7 +95,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
       longRunning = isLongRunning(info);
       const identity = requestIdentity(req, deps.auth);
       if (!longRunning && deps.cache && deps.access) {
-        const answered = await fromCache(info, req, res, identity);
+        const answered = await fromCache(info, req, res, identity, started);
         if (answered !== undefined) {
           source = 'cache';
           code = answered;
@@ -143,7 +143,13 @@ export function createHandlers(deps: ChainDeps): Handlers {
   };
 
   /** Answers from the cache when it can, authorized; undefined means forward. */
-  const fromCache = async (info: RequestInfo, req: DownstreamRequest, res: DownstreamResponse, identity: Identity): Promise<number | undefined> => {
+  const fromCache = async (
+    info: RequestInfo,
+    req: DownstreamRequest,
+    res: DownstreamResponse,
+    identity: Identity,
+    arrivedAt: bigint,
+  ): Promise<number | undefined> => {
     const cached = deps.cache!.lookup(info.apiGroup, info.resource);
     const url = req.url ?? '/';
     const q = url.indexOf('?');
@@ -155,7 +161,12 @@ export function createHandlers(deps: ChainDeps): Handlers {
         userAgent: req.headers['user-agent'],
         impersonating: Object.keys(req.headers).some((h) => h.startsWith('impersonate-')),
       },
-      { cached: cached !== undefined, synced: cached?.store.synced ?? false, namespaced: cached?.info.namespaced ?? false },
+      {
+        cached: cached !== undefined,
+        synced: cached?.store.synced ?? false,
+        namespaced: cached?.info.namespaced ?? false,
+        consistentReads: cached?.consistentReads ?? 'forward',
+      },
     );
     let reason: ForwardReason | 'anonymous' | 'denied' | 'window' = decision.source === 'upstream' ? decision.reason : 'window';
     if (decision.source === 'cache' && cached) {
@@ -174,7 +185,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
       ) {
         reason = 'denied';
       } else {
-        const served = await serveRead(cached, decision.plan, res, requestId(req));
+        const served = await serveRead(cached, decision.plan, res, arrivedAt, metrics.cache, requestId(req));
         if (served !== 'forward') return served.code;
       }
     }

@@ -11,6 +11,8 @@ import type { RequestInfo } from './requestinfo.ts';
 
 export type Freshness =
   | { mode: 'any' }
+  // resourceVersion unset: as fresh as the apiserver is now (DESIGN.md §6), proven before serving.
+  | { mode: 'consistent' }
   | { mode: 'notOlderThan'; resourceVersion: number }
   | { mode: 'exact'; resourceVersion: number };
 
@@ -23,6 +25,8 @@ export interface ReadPlan {
   limit: number;
   freshness: Freshness;
   continueToken?: ContinueToken | undefined;
+  /** The client asked for a consistent read (no resourceVersion). */
+  consistentRead?: boolean;
 }
 
 export type Decision = { source: 'cache'; plan: ReadPlan } | { source: 'upstream'; reason: ForwardReason };
@@ -51,6 +55,19 @@ export interface CacheState {
   cached: boolean;
   synced: boolean;
   namespaced: boolean;
+  /**
+   * How reads without a resourceVersion are answered: `verify` serves them from the cache only
+   * once it is proven at least as new as the apiserver; `cache` serves them like resourceVersion=0
+   * (what YurtHub does), only where configured; `forward` always asks the apiserver.
+   */
+  consistentReads: ConsistentReads;
+}
+
+export type ConsistentReads = 'verify' | 'cache' | 'forward';
+
+function consistent(policy: ConsistentReads): Freshness | undefined {
+  if (policy === 'forward') return undefined;
+  return policy === 'cache' ? { mode: 'any' } : { mode: 'consistent' };
 }
 
 const GET_PARAMS = new Set(['resourceVersion']);
@@ -121,11 +138,11 @@ export function decideRead(r: ReadRequest, state: CacheState): Decision {
   const base = { namespace, name: info.name, labels, fields };
 
   if (info.verb === 'get') {
-    if (rv === undefined) return forward('consistent-read');
-    return {
-      source: 'cache',
-      plan: { ...base, verb: 'get', limit: 0, freshness: rv === 0 ? { mode: 'any' } : { mode: 'notOlderThan', resourceVersion: rv } },
-    };
+    let freshness: Freshness | undefined;
+    if (rv === undefined) freshness = consistent(state.consistentReads);
+    else freshness = rv === 0 ? { mode: 'any' } : { mode: 'notOlderThan', resourceVersion: rv };
+    if (!freshness) return forward('consistent-read');
+    return { source: 'cache', plan: { ...base, verb: 'get', limit: 0, freshness, consistentRead: rv === undefined } };
   }
 
   const limitParam = query.get('limit');
@@ -149,11 +166,13 @@ export function decideRead(r: ReadRequest, state: CacheState): Decision {
     };
   }
 
-  let freshness: Freshness;
+  let freshness: Freshness | undefined;
   switch (match) {
     case '':
-      if (rv === undefined) return forward('consistent-read');
-      if (rv === 0) freshness = { mode: 'any' };
+      if (rv === undefined) {
+        freshness = consistent(state.consistentReads);
+        if (!freshness) return forward('consistent-read');
+      } else if (rv === 0) freshness = { mode: 'any' };
       // rv=N with a limit is the legacy Exact read; without one, NotOlderThan.
       else freshness = limit > 0 ? { mode: 'exact', resourceVersion: rv } : { mode: 'notOlderThan', resourceVersion: rv };
       break;
@@ -168,5 +187,5 @@ export function decideRead(r: ReadRequest, state: CacheState): Decision {
     default:
       return forward('invalid');
   }
-  return { source: 'cache', plan: { ...base, verb: 'list', limit, freshness } };
+  return { source: 'cache', plan: { ...base, verb: 'list', limit, freshness, consistentRead: rv === undefined } };
 }

@@ -30,13 +30,51 @@ function headers(requestId: string | undefined): Record<string, string> {
   return h;
 }
 
-export async function serveRead(r: CachedResource, plan: ReadPlan, res: DownstreamResponse, requestId?: string): Promise<ServeResult> {
+/**
+ * How long a read without resourceVersion waits for the cache to catch up with the apiserver
+ * before it is forwarded instead. Short: forwarding is always correct, waiting only saves work.
+ */
+export const CONSISTENT_WAIT_MS = 150;
+
+export interface ConsistentReadObserver {
+  consistentRead(resource: string, result: 'verified' | 'cache-policy' | 'forwarded', waitSeconds: number): void;
+}
+
+export async function serveRead(
+  r: CachedResource,
+  plan: ReadPlan,
+  res: DownstreamResponse,
+  arrivedAt: bigint,
+  observer: ConsistentReadObserver,
+  requestId?: string,
+): Promise<ServeResult> {
   const store = r.store;
-  if (plan.freshness.mode !== 'any' && store.resourceVersion < plan.freshness.resourceVersion) {
+  const extra: Record<string, string> = {};
+  if (plan.freshness.mode === 'consistent') {
+    const started = process.hrtime.bigint();
+    const waited = () => Number(process.hrtime.bigint() - started) / 1e9;
+    let rv: number;
+    try {
+      rv = await r.probe.current(arrivedAt);
+    } catch {
+      observer.consistentRead(r.name, 'forwarded', waited());
+      return 'forward';
+    }
+    if (store.resourceVersion < rv && !(await store.waitUntilFresh(rv, CONSISTENT_WAIT_MS))) {
+      observer.consistentRead(r.name, 'forwarded', waited());
+      return 'forward';
+    }
+    observer.consistentRead(r.name, 'verified', waited());
+    extra[CONSISTENCY_HEADER] = 'verified';
+  } else if (plan.freshness.mode !== 'any' && store.resourceVersion < plan.freshness.resourceVersion) {
     // Upstream may already be there; it answers (or gives its own 504) rather than Levee guessing.
     if (!(await store.waitUntilFresh(plan.freshness.resourceVersion, FRESHNESS_WAIT_MS))) return 'forward';
+  } else if (plan.consistentRead) {
+    // The `cache` policy: a read without resourceVersion answered from the cache as it is.
+    observer.consistentRead(r.name, 'cache-policy', 0);
+    extra[CONSISTENCY_HEADER] = 'cache';
   }
-  if (plan.verb === 'get') return serveGet(r, plan, res, requestId);
+  if (plan.verb === 'get') return serveGet(r, plan, res, { ...headers(requestId), ...extra });
 
   let snapshot: Snapshot | undefined;
   let result: ListResult;
@@ -65,21 +103,27 @@ export async function serveRead(r: CachedResource, plan: ReadPlan, res: Downstre
     if (result.remaining !== undefined) meta.push(`"remainingItemCount":${result.remaining}`);
   }
   const head = `{"kind":${JSON.stringify(`${r.info.kind}List`)},"apiVersion":${JSON.stringify(apiVersion(r))},"metadata":{${meta.join(',')}},"items":[`;
-  res.writeHead(200, headers(requestId));
+  res.writeHead(200, { ...headers(requestId), ...extra });
   await writeItems(res, head, result.items);
   return { code: 200 };
 }
 
-function serveGet(r: CachedResource, plan: ReadPlan, res: DownstreamResponse, requestId?: string): ServeResult {
+function serveGet(r: CachedResource, plan: ReadPlan, res: DownstreamResponse, responseHeaders: Record<string, string>): ServeResult {
   const o = r.store.get(objectKey(plan.namespace, plan.name));
   if (!o) {
     writeStatus(res, newNotFound({ group: r.info.group, resource: r.info.resource }, plan.name));
     return { code: 404 };
   }
-  res.writeHead(200, headers(requestId));
+  res.writeHead(200, responseHeaders);
   res.end(Buffer.concat([...objectBytes(r, o), NEWLINE]));
   return { code: 200 };
 }
+
+/**
+ * Says how a read without resourceVersion was answered from the cache: `verified` (the cache was
+ * proven at least as new as the apiserver) or `cache` (the configured cache policy, possibly stale).
+ */
+export const CONSISTENCY_HEADER = 'levee-consistent-read';
 
 const NEWLINE = Buffer.from('\n');
 const COMMA = Buffer.from(',');

@@ -211,3 +211,35 @@ test('the cache converges after the upstream apiserver restarts', async () => {
   ]);
   assert.deepEqual(items(viaLevee), items(direct));
 });
+
+test('a read without resourceVersion is served from the cache once proven as new as the apiserver', async () => {
+  const ns = namespaces[1];
+  const path = `/api/v1/namespaces/${ns}/configmaps`;
+  for (let i = 0; i < 5; i++) {
+    // Read-your-writes: the write has completed, so a consistent read must include it.
+    assert.equal((await send('POST', `${env.server}${path}`, agent, env.tokens.admin, { metadata: { name: `fresh-${i}` } })).status, 201);
+    const [viaLevee, direct] = await Promise.all([get(`${levee.url.origin}${path}`, agent, env.tokens.admin), get(`${env.server}${path}`, agent, env.tokens.admin)]);
+    assert.equal(viaLevee.status, 200);
+    assert.equal(viaLevee.headers['levee-consistent-read'], 'verified');
+    const names = (b: string) => (JSON.parse(b) as { items: Array<{ metadata: { name: string } }> }).items.map((o) => o.metadata.name);
+    assert.equal(names(viaLevee.body).includes(`fresh-${i}`), true);
+    assert.deepEqual(names(viaLevee.body), names(direct.body));
+    const one = await get(`${levee.url.origin}${path}/fresh-${i}`, agent, env.tokens.admin);
+    assert.equal(one.status, 200);
+    assert.equal(one.headers['levee-consistent-read'], 'verified');
+  }
+  const metrics = (await get(`${levee.url.origin}/metrics`, agent)).body;
+  assert.match(metrics, /levee_consistent_reads_total\{resource="configmaps",result="verified"\} ([1-9]\d*)/);
+});
+
+test('the cache policy answers reads without resourceVersion from the cache and says so', async () => {
+  const other = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra: ['--cache', 'configmaps', '--consistent-reads', 'forward,configmaps=cache'] });
+  try {
+    await waitReady(other);
+    const r = await get(`${other.url.origin}/api/v1/namespaces/${namespaces[0]}/configmaps`, agent, env.tokens.admin);
+    assert.equal(r.status, 200);
+    assert.equal(r.headers['levee-consistent-read'], 'cache');
+  } finally {
+    await other.stop();
+  }
+});

@@ -5,9 +5,10 @@ import assert from 'node:assert/strict';
 import { acceptsPlainJson, decideRead, type Decision } from '../../src/serve/decide.ts';
 import { parseRequestInfo } from '../../src/serve/requestinfo.ts';
 
-const CACHED = { cached: true, synced: true, namespaced: true };
+const CACHED = { cached: true, synced: true, namespaced: true, consistentReads: 'verify' as const };
+type State = { cached: boolean; synced: boolean; namespaced: boolean; consistentReads: 'verify' | 'cache' | 'forward' };
 
-function decide(url: string, opts: { method?: string; accept?: string; ua?: string; impersonating?: boolean; state?: typeof CACHED } = {}): Decision {
+function decide(url: string, opts: { method?: string; accept?: string; ua?: string; impersonating?: boolean; state?: State } = {}): Decision {
   const q = url.indexOf('?');
   return decideRead(
     {
@@ -33,8 +34,12 @@ const cases: Array<[string, string, Parameters<typeof decide>[1]?]> = [
   ['/api/v1/namespaces/a/pods?resourceVersion=0&resourceVersionMatch=Exact', 'upstream:invalid'],
   ['/api/v1/namespaces/a/pods?resourceVersionMatch=NotOlderThan', 'upstream:invalid'],
   ['/api/v1/namespaces/a/pods?resourceVersion=10&resourceVersionMatch=Sometime', 'upstream:invalid'],
-  ['/api/v1/namespaces/a/pods', 'upstream:consistent-read'],
-  ['/api/v1/namespaces/a/pods?limit=500', 'upstream:consistent-read'],
+  // Reads without resourceVersion follow the consistent-read policy.
+  ['/api/v1/namespaces/a/pods', 'cache:consistent'],
+  ['/api/v1/namespaces/a/pods?limit=500', 'cache:consistent'],
+  ['/api/v1/namespaces/a/pods', 'cache:any', { state: { ...CACHED, consistentReads: 'cache' } }],
+  ['/api/v1/namespaces/a/pods', 'upstream:consistent-read', { state: { ...CACHED, consistentReads: 'forward' } }],
+  ['/api/v1/namespaces/a/pods/p', 'upstream:consistent-read', { state: { ...CACHED, consistentReads: 'forward' } }],
   ['/api/v1/namespaces/a/pods?resourceVersion=abc', 'upstream:invalid'],
   ['/api/v1/namespaces/a/pods?resourceVersion=0&limit=x', 'upstream:invalid'],
   ['/api/v1/namespaces/a/pods?resourceVersion=0&labelSelector=a%3Db%3Dc', 'upstream:invalid'],
@@ -47,17 +52,17 @@ const cases: Array<[string, string, Parameters<typeof decide>[1]?]> = [
   ['/api/v1/namespaces/a/pods?resourceVersion=0', 'upstream:media-type', { accept: 'application/vnd.kubernetes.protobuf' }],
   ['/api/v1/namespaces/a/pods?resourceVersion=0', 'cache:any', { accept: 'application/vnd.kubernetes.protobuf,application/json' }],
   ['/api/v1/namespaces/a/pods?resourceVersion=0', 'upstream:impersonation', { impersonating: true }],
-  ['/api/v1/namespaces/a/pods?resourceVersion=0', 'upstream:not-synced', { state: { cached: true, synced: false, namespaced: true } }],
-  ['/api/v1/namespaces/a/pods?resourceVersion=0', 'upstream:not-cached', { state: { cached: false, synced: false, namespaced: true } }],
+  ['/api/v1/namespaces/a/pods?resourceVersion=0', 'upstream:not-synced', { state: { ...CACHED, synced: false } }],
+  ['/api/v1/namespaces/a/pods?resourceVersion=0', 'upstream:not-cached', { state: { ...CACHED, cached: false, synced: false } }],
   ['/api/v1/namespaces/a/pods/p?resourceVersion=0', 'cache:any'],
   ['/api/v1/namespaces/a/pods/p?resourceVersion=7', 'cache:notOlderThan'],
-  ['/api/v1/namespaces/a/pods/p', 'upstream:consistent-read'],
+  ['/api/v1/namespaces/a/pods/p', 'cache:consistent'],
   ['/api/v1/namespaces/a/pods/p/status?resourceVersion=0', 'upstream:not-a-read'],
   ['/api/v1/namespaces/a/pods/p?resourceVersion=0', 'upstream:not-a-read', { method: 'DELETE' }],
   ['/api/v1/namespaces/a/pods?watch=true&resourceVersion=0', 'upstream:not-a-read'],
   ['/api/v1/pods/p?resourceVersion=0', 'upstream:invalid'],
-  ['/api/v1/namespaces/default?resourceVersion=0', 'cache:any', { state: { cached: true, synced: true, namespaced: false } }],
-  ['/api/v1/namespaces/a/nodes?resourceVersion=0', 'upstream:invalid', { state: { cached: true, synced: true, namespaced: false } }],
+  ['/api/v1/namespaces/default?resourceVersion=0', 'cache:any', { state: { ...CACHED, namespaced: false } }],
+  ['/api/v1/namespaces/a/nodes?resourceVersion=0', 'upstream:invalid', { state: { ...CACHED, namespaced: false } }],
   // continue: the token carries the resourceVersion; another one is the apiserver's 400.
   [`/api/v1/namespaces/a/pods?limit=5&continue=${Buffer.from('{"v":"meta.k8s.io/v1","rv":12,"start":"/p\\u0000"}').toString('base64url')}`, 'cache:exact'],
   [`/api/v1/namespaces/a/pods?limit=5&resourceVersion=12&continue=${Buffer.from('{"v":"meta.k8s.io/v1","rv":12,"start":"/p\\u0000"}').toString('base64url')}`, 'upstream:invalid'],

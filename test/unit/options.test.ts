@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseOptions, UsageError } from '../../src/config/options.ts';
+import { parseConsistentReads, parseOptions, UsageError } from '../../src/config/options.ts';
 import { resolveUpstreamSource } from '../../src/upstream/credentials.ts';
 import { isLoopback, parseListenAddress } from '../../src/serve/listener.ts';
 
@@ -51,4 +51,13 @@ test('listen addresses and loopback', () => {
   assert.equal(isLoopback('localhost'), true);
   assert.equal(isLoopback('0.0.0.0'), false);
   assert.equal(isLoopback('10.0.0.1'), false);
+});
+
+test('consistent-read policy: a default and overrides by resource', () => {
+  assert.deepEqual(parseConsistentReads('verify'), { default: 'verify', byResource: {} });
+  assert.deepEqual(parseConsistentReads('forward, nodes=cache,endpointslices.discovery.k8s.io=verify'), {
+    default: 'forward',
+    byResource: { nodes: 'cache', 'endpointslices.discovery.k8s.io': 'verify' },
+  });
+  assert.throws(() => parseConsistentReads('pods=sometimes'), /--consistent-reads: "sometimes"/);
 });
