@@ -36,6 +36,7 @@ async function main(): Promise<number> {
     logger,
     cache: options.cache,
     consistentReads: options.consistentReads,
+    resourceOptions: options.resourceOptions,
   });
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);

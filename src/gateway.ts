@@ -8,7 +8,7 @@ import type { Logger } from './log/logger.ts';
 import { UpstreamPools } from './upstream/pools.ts';
 import type { Upstream } from './upstream/credentials.ts';
 import { AccessReviewer } from './auth/access.ts';
-import { Cache, type ConsistentReadPolicy } from './cache/cache.ts';
+import { Cache, type ConsistentReadPolicy, type ResourceOptions } from './cache/cache.ts';
 
 export interface GatewayConfig {
   upstream: Upstream;
@@ -19,6 +19,7 @@ export interface GatewayConfig {
   /** Resources to cache (kubectl-style names); empty caches nothing. */
   cache: string[];
   consistentReads?: ConsistentReadPolicy | undefined;
+  resourceOptions?: Record<string, ResourceOptions> | undefined;
 }
 
 export interface Gateway {
@@ -35,7 +36,7 @@ export async function startGateway(config: GatewayConfig): Promise<Gateway> {
   const pools = new UpstreamPools(config.upstream);
   const metrics = new GatewayMetrics();
   const health = new Health();
-  const cache = config.cache.length > 0 ? new Cache(pools, config.cache, config.logger, metrics.cache, config.consistentReads) : undefined;
+  const cache = config.cache.length > 0 ? new Cache(pools, config.cache, config.logger, metrics.cache, config.consistentReads, config.resourceOptions) : undefined;
   if (cache) {
     health.addReadyCheck('cache-synced', () => cache.synced);
     cache.start();

@@ -7,6 +7,10 @@ import type { UpstreamPools } from '../upstream/pools.ts';
 import { Backoff } from '../reflector/backoff.ts';
 import type { ConsistentReads } from '../serve/decide.ts';
 import { ConsistencyProbe } from './consistency.ts';
+import type { Selection } from './selection.ts';
+import { parseFieldSelector } from '../selectors/fields.ts';
+import { parseLabelSelector } from '../selectors/labels.ts';
+import { normalizeFieldSelector, selectableFields } from '../selectors/selectable.ts';
 
 /** The consistent-read policy: a default and overrides by resource name (as --cache names them). */
 export interface ConsistentReadPolicy {
@@ -22,6 +26,14 @@ export interface CachedResource {
   reflector: Reflector;
   probe: ConsistencyProbe;
   consistentReads: ConsistentReads;
+  selection?: Selection | undefined;
+}
+
+/** Per resource (by the name --cache resolves to): an upstream selector and extra field indexes. */
+export interface ResourceOptions {
+  fieldSelector?: string;
+  labelSelector?: string;
+  indexes?: string[];
 }
 
 // The apiserver indexes pods by spec.nodeName (its only trigger index); Levee does the same by default.
@@ -38,8 +50,18 @@ export class Cache {
 
   readonly #policy: ConsistentReadPolicy;
 
-  constructor(pools: UpstreamPools, specs: string[], logger: Logger, metrics: CacheMetrics, policy: ConsistentReadPolicy = { default: 'verify', byResource: {} }) {
+  readonly #resourceOptions: Record<string, ResourceOptions>;
+
+  constructor(
+    pools: UpstreamPools,
+    specs: string[],
+    logger: Logger,
+    metrics: CacheMetrics,
+    policy: ConsistentReadPolicy = { default: 'verify', byResource: {} },
+    resourceOptions: Record<string, ResourceOptions> = {},
+  ) {
     this.#policy = policy;
+    this.#resourceOptions = resourceOptions;
     this.#pools = pools;
     this.#specs = specs;
     this.#logger = logger;
@@ -76,12 +98,23 @@ export class Cache {
     }
     if (this.#stopped) return;
     const name = resourceName(info);
-    const store = new Store({ fieldIndexes: info.group === '' ? DEFAULT_FIELD_INDEXES[info.resource] : undefined });
+    const options = this.#resourceOptions[name] ?? {};
+    let selection: Selection | undefined;
+    try {
+      selection = resolveSelection(info, options);
+    } catch (err) {
+      this.#failed.set(spec, (err as Error).message);
+      this.#logger.error({ resource: spec, err: (err as Error).message }, 'cannot cache resource');
+      return;
+    }
+    const fieldIndexes = [...new Set([...(info.group === '' ? (DEFAULT_FIELD_INDEXES[info.resource] ?? []) : []), ...(options.indexes ?? [])])];
+    const store = new Store({ fieldIndexes });
     const reflector = new Reflector({
       info,
       pools: this.#pools,
       store,
       logger: this.#logger,
+      selector: selection ? { labelSelector: selection.labelSelector, fieldSelector: selection.fieldSelector } : undefined,
       hooks: {
         relisted: (objects, bytes, seconds) => this.#metrics.relisted(name, objects, bytes, seconds),
         watchRestarted: (reason) => this.#metrics.watchRestarted(name, reason),
@@ -94,6 +127,7 @@ export class Cache {
       reflector,
       probe: new ConsistencyProbe(this.#pools, info),
       consistentReads: this.#consistentReads(name),
+      selection,
     });
     this.#metrics.observe(name, store);
     reflector.start();
@@ -131,4 +165,19 @@ export class Cache {
     this.#stopped = true;
     await Promise.all(this.resources.map((r) => r.reflector.stop()));
   }
+}
+
+/** The upstream selection of a resource, checked against what the apiserver lets it select. */
+function resolveSelection(info: ResourceInfo, options: ResourceOptions): Selection | undefined {
+  const name = resourceName(info);
+  for (const field of options.indexes ?? []) {
+    const known = selectableFields(info.group, info.resource);
+    if (!known?.has(field)) throw new Error(`${name}: cannot index "${field}": not a field selector of this resource`);
+  }
+  if (!options.fieldSelector && !options.labelSelector) return undefined;
+  const labels = parseLabelSelector(options.labelSelector ?? '');
+  const parsed = parseFieldSelector(options.fieldSelector ?? '');
+  const fields = normalizeFieldSelector(info.group, info.resource, parsed);
+  if (!fields) throw new Error(`${name}: field selector "${options.fieldSelector}" uses a field this resource cannot select by`);
+  return { labels, fields, labelSelector: options.labelSelector ?? '', fieldSelector: options.fieldSelector ?? '' };
 }

@@ -4,7 +4,9 @@ import { parseArgs } from 'node:util';
 import type { LevelWithSilent } from 'pino';
 import type { AuthMode } from '../serve/chain.ts';
 import { DEFAULT_RESOURCES } from '../cache/resources.ts';
-import type { ConsistentReadPolicy } from '../cache/cache.ts';
+import type { ConsistentReadPolicy, ResourceOptions } from '../cache/cache.ts';
+import { parseFieldSelector } from '../selectors/fields.ts';
+import { parseLabelSelector } from '../selectors/labels.ts';
 import type { ConsistentReads } from '../serve/decide.ts';
 
 export interface Options {
@@ -17,6 +19,7 @@ export interface Options {
   logLevel: LevelWithSilent;
   cache: string[];
   consistentReads: ConsistentReadPolicy;
+  resourceOptions: Record<string, ResourceOptions>;
 }
 
 export const USAGE = `Usage: levee [options]
@@ -39,6 +42,12 @@ Options:
                              cache once proven as new as the apiserver, else forwarded), cache (like
                              resourceVersion=0), or forward; per resource with name=policy, e.g.
                              "verify,nodes=cache"
+  --cache-selector NAME=SELECTOR
+                             cache only the objects of NAME this field selector picks (a node-local
+                             cache: pods=spec.nodeName=node-1); repeatable
+  --cache-label-selector NAME=SELECTOR
+                             the same with a label selector; repeatable
+  --cache-index NAME=FIELD   index NAME by this field selector field too (pods=status.phase); repeatable
   --log-level LEVEL          trace, debug, info (default), warn, error, silent
   -h, --help                 this text
 `;
@@ -64,6 +73,9 @@ export function parseOptions(argv: string[]): Options | 'help' {
         'log-level': { type: 'string', default: 'info' },
         cache: { type: 'string', default: DEFAULT_RESOURCES.join(',') },
         'consistent-reads': { type: 'string', default: 'verify' },
+        'cache-selector': { type: 'string', multiple: true },
+        'cache-label-selector': { type: 'string', multiple: true },
+        'cache-index': { type: 'string', multiple: true },
         help: { type: 'boolean', short: 'h' },
       },
     }));
@@ -90,6 +102,7 @@ export function parseOptions(argv: string[]): Options | 'help' {
     logLevel: values['log-level'] as LevelWithSilent,
     cache: values.cache.split(',').map((r) => r.trim()).filter((r) => r !== ''),
     consistentReads: parseConsistentReads(values['consistent-reads']),
+    resourceOptions: parseResourceOptions(values['cache-selector'] ?? [], values['cache-label-selector'] ?? [], values['cache-index'] ?? []),
   };
 }
 
@@ -108,4 +121,39 @@ export function parseConsistentReads(value: string): ConsistentReadPolicy {
     else policy.byResource[part.slice(0, eq)] = mode;
   }
   return policy;
+}
+
+function nameAndValue(flag: string, value: string): [string, string] {
+  const eq = value.indexOf('=');
+  if (eq <= 0) throw new UsageError(`${flag}: "${value}" is not NAME=VALUE`);
+  return [value.slice(0, eq).trim(), value.slice(eq + 1)];
+}
+
+/** Upstream selectors and extra indexes by resource name; selectors are checked for syntax here. */
+export function parseResourceOptions(fieldSelectors: string[], labelSelectors: string[], indexes: string[]): Record<string, ResourceOptions> {
+  const out: Record<string, ResourceOptions> = {};
+  const of = (name: string): ResourceOptions => (out[name] ??= {});
+  for (const v of fieldSelectors) {
+    const [name, selector] = nameAndValue('--cache-selector', v);
+    try {
+      parseFieldSelector(selector);
+    } catch (err) {
+      throw new UsageError(`--cache-selector ${name}: ${(err as Error).message}`);
+    }
+    of(name).fieldSelector = selector;
+  }
+  for (const v of labelSelectors) {
+    const [name, selector] = nameAndValue('--cache-label-selector', v);
+    try {
+      parseLabelSelector(selector);
+    } catch (err) {
+      throw new UsageError(`--cache-label-selector ${name}: ${(err as Error).message}`);
+    }
+    of(name).labelSelector = selector;
+  }
+  for (const v of indexes) {
+    const [name, field] = nameAndValue('--cache-index', v);
+    (of(name).indexes ??= []).push(field.trim());
+  }
+  return out;
 }

@@ -166,6 +166,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
         synced: cached?.store.synced ?? false,
         namespaced: cached?.info.namespaced ?? false,
         consistentReads: cached?.consistentReads ?? 'forward',
+        selection: cached?.selection,
       },
     );
     let reason: ForwardReason | 'anonymous' | 'denied' | 'window' = decision.source === 'upstream' ? decision.reason : 'window';

@@ -8,6 +8,7 @@ import { normalizeFieldSelector } from '../selectors/selectable.ts';
 import { parseResourceVersion } from '../store/object.ts';
 import { decodeContinue, type ContinueToken } from './continuetoken.ts';
 import type { RequestInfo } from './requestinfo.ts';
+import { withinSelection, type Selection } from '../cache/selection.ts';
 
 export type Freshness =
   | { mode: 'any' }
@@ -25,6 +26,8 @@ export interface ReadPlan {
   limit: number;
   freshness: Freshness;
   continueToken?: ContinueToken | undefined;
+  /** The cache holds part of the resource: a GET of an object it lacks must ask the apiserver. */
+  partial?: boolean;
   /** The client asked for a consistent read (no resourceVersion). */
   consistentRead?: boolean;
 }
@@ -40,7 +43,8 @@ export type ForwardReason =
   | 'parameter'
   | 'invalid'
   | 'consistent-read'
-  | 'impersonation';
+  | 'impersonation'
+  | 'outside-selection';
 
 export interface ReadRequest {
   info: RequestInfo;
@@ -61,6 +65,8 @@ export interface CacheState {
    * (what YurtHub does), only where configured; `forward` always asks the apiserver.
    */
   consistentReads: ConsistentReads;
+  /** Set when the cache holds only the part of the resource an upstream selector picks. */
+  selection?: Selection | undefined;
 }
 
 export type ConsistentReads = 'verify' | 'cache' | 'forward';
@@ -135,7 +141,8 @@ export function decideRead(r: ReadRequest, state: CacheState): Decision {
   const rvParam = query.get('resourceVersion') ?? '';
   const rv = rvParam === '' ? undefined : parseResourceVersion(rvParam);
   if (rvParam !== '' && rv === undefined) return forward('invalid');
-  const base = { namespace, name: info.name, labels, fields };
+  if (state.selection && info.verb === 'list' && !withinSelection(state.selection, labels, fields)) return forward('outside-selection');
+  const base = { namespace, name: info.name, labels, fields, partial: state.selection !== undefined };
 
   if (info.verb === 'get') {
     let freshness: Freshness | undefined;

@@ -110,6 +110,8 @@ export async function serveRead(
 
 function serveGet(r: CachedResource, plan: ReadPlan, res: DownstreamResponse, responseHeaders: Record<string, string>): ServeResult {
   const o = r.store.get(objectKey(plan.namespace, plan.name));
+  // Absent from a partial cache says nothing about the apiserver: it answers.
+  if (!o && plan.partial) return 'forward';
   if (!o) {
     writeStatus(res, newNotFound({ group: r.info.group, resource: r.info.resource }, plan.name));
     return { code: 404 };

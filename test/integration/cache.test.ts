@@ -243,3 +243,34 @@ test('the cache policy answers reads without resourceVersion from the cache and 
     await other.stop();
   }
 });
+
+test('a node-local cache holds one node\'s pods and answers only what stays on that node', async () => {
+  const local = await startLevee({
+    kubeconfig: env.kubeconfig,
+    tls: env.leveeServing,
+    extra: ['--cache', 'pods', '--cache-selector', 'pods=spec.nodeName=node-1', '--cache-index', 'pods=status.phase'],
+  });
+  try {
+    await waitReady(local);
+    const cachedAnswers = async () =>
+      [...(await get(`${local.url.origin}/metrics`, agent)).body.matchAll(/levee_request_total\{[^}]*resource="pods"[^}]*source="cache"[^}]*\} (\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
+    const same = async (path: string) => {
+      const [a, b] = await Promise.all([get(env.server + path, agent, env.tokens.admin), get(local.url.origin + path, agent, env.tokens.admin)]);
+      assert.equal(b.status, a.status, path);
+      assert.equal(b.body, a.body, path);
+      return a;
+    };
+    const onNode = (JSON.parse((await same('/api/v1/pods?resourceVersion=0&fieldSelector=spec.nodeName%3Dnode-1')).body) as { items: unknown[] }).items.length;
+    assert.equal(await cachedAnswers(), 1);
+    const metrics = (await get(`${local.url.origin}/metrics`, agent)).body;
+    assert.match(metrics, new RegExp(`levee_cache_objects\\{resource="pods"\\} ${onNode}\\b`));
+    await same(`/api/v1/namespaces/${namespaces[0]}/pods?resourceVersion=0&fieldSelector=spec.nodeName%3Dnode-1,status.phase%3DPending`);
+    assert.equal(await cachedAnswers(), 2);
+    // Outside the node: the apiserver answers, whole and exact.
+    await same('/api/v1/pods?resourceVersion=0&labelSelector=app');
+    await same(`/api/v1/namespaces/${namespaces[0]}/pods/absent?resourceVersion=0`);
+    assert.equal(await cachedAnswers(), 2);
+  } finally {
+    await local.stop();
+  }
+});

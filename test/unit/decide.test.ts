@@ -4,9 +4,16 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { acceptsPlainJson, decideRead, type Decision } from '../../src/serve/decide.ts';
 import { parseRequestInfo } from '../../src/serve/requestinfo.ts';
+import type { Selection } from '../../src/cache/selection.ts';
+import { parseFieldSelector } from '../../src/selectors/fields.ts';
+import { parseLabelSelector } from '../../src/selectors/labels.ts';
 
 const CACHED = { cached: true, synced: true, namespaced: true, consistentReads: 'verify' as const };
-type State = { cached: boolean; synced: boolean; namespaced: boolean; consistentReads: 'verify' | 'cache' | 'forward' };
+type State = { cached: boolean; synced: boolean; namespaced: boolean; consistentReads: 'verify' | 'cache' | 'forward'; selection?: Selection };
+const NODE_LOCAL = {
+  ...CACHED,
+  selection: { labels: parseLabelSelector(''), fields: parseFieldSelector('spec.nodeName=n1'), labelSelector: '', fieldSelector: 'spec.nodeName=n1' },
+};
 
 function decide(url: string, opts: { method?: string; accept?: string; ua?: string; impersonating?: boolean; state?: State } = {}): Decision {
   const q = url.indexOf('?');
@@ -63,6 +70,12 @@ const cases: Array<[string, string, Parameters<typeof decide>[1]?]> = [
   ['/api/v1/pods/p?resourceVersion=0', 'upstream:invalid'],
   ['/api/v1/namespaces/default?resourceVersion=0', 'cache:any', { state: { ...CACHED, namespaced: false } }],
   ['/api/v1/namespaces/a/nodes?resourceVersion=0', 'upstream:invalid', { state: { ...CACHED, namespaced: false } }],
+  // A node-local cache answers only what stays on its node.
+  ['/api/v1/pods?resourceVersion=0&fieldSelector=spec.nodeName%3Dn1', 'cache:any', { state: NODE_LOCAL }],
+  ['/api/v1/pods?resourceVersion=0&fieldSelector=spec.host%3Dn1,status.phase%3DRunning', 'cache:any', { state: NODE_LOCAL }],
+  ['/api/v1/pods?resourceVersion=0&fieldSelector=spec.nodeName%3Dn2', 'upstream:outside-selection', { state: NODE_LOCAL }],
+  ['/api/v1/pods?resourceVersion=0', 'upstream:outside-selection', { state: NODE_LOCAL }],
+  ['/api/v1/namespaces/a/pods/p?resourceVersion=0', 'cache:any', { state: NODE_LOCAL }],
   // continue: the token carries the resourceVersion; another one is the apiserver's 400.
   [`/api/v1/namespaces/a/pods?limit=5&continue=${Buffer.from('{"v":"meta.k8s.io/v1","rv":12,"start":"/p\\u0000"}').toString('base64url')}`, 'cache:exact'],
   [`/api/v1/namespaces/a/pods?limit=5&resourceVersion=12&continue=${Buffer.from('{"v":"meta.k8s.io/v1","rv":12,"start":"/p\\u0000"}').toString('base64url')}`, 'upstream:invalid'],

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseConsistentReads, parseOptions, UsageError } from '../../src/config/options.ts';
+import { parseConsistentReads, parseOptions, parseResourceOptions, UsageError } from '../../src/config/options.ts';
 import { resolveUpstreamSource } from '../../src/upstream/credentials.ts';
 import { isLoopback, parseListenAddress } from '../../src/serve/listener.ts';
 
@@ -60,4 +60,13 @@ test('consistent-read policy: a default and overrides by resource', () => {
     byResource: { nodes: 'cache', 'endpointslices.discovery.k8s.io': 'verify' },
   });
   assert.throws(() => parseConsistentReads('pods=sometimes'), /--consistent-reads: "sometimes"/);
+});
+
+test('per-resource upstream selectors and indexes', () => {
+  assert.deepEqual(parseResourceOptions(['pods=spec.nodeName=node-1'], ['configmaps=app in (a,b)'], ['pods=status.phase', 'pods=spec.schedulerName']), {
+    pods: { fieldSelector: 'spec.nodeName=node-1', indexes: ['status.phase', 'spec.schedulerName'] },
+    configmaps: { labelSelector: 'app in (a,b)' },
+  });
+  assert.throws(() => parseResourceOptions(['spec.nodeName'], [], []), /--cache-selector: "spec.nodeName" is not NAME=VALUE/);
+  assert.throws(() => parseResourceOptions([], ['pods=a b c'], []), /--cache-label-selector pods:/);
 });
