@@ -60,6 +60,16 @@ export class AccessReviewer {
     return allowed;
   }
 
+  /**
+   * As allowed(), but a decision for every name of the resource (name "") answers for each name:
+   * an RBAC rule without resourceNames matches all names, so one cached review serves reads of
+   * any object instead of one review per object. Denied for all names, the name itself is asked.
+   */
+  async allowedForName(authorization: string | undefined, attrs: ResourceAttributes): Promise<boolean> {
+    if (attrs.name !== '' && (await this.allowed(authorization, { ...attrs, name: '' }))) return true;
+    return this.allowed(authorization, attrs);
+  }
+
   async #review(authorization: string | undefined, attrs: ResourceAttributes): Promise<boolean> {
     const resourceAttributes: Record<string, string> = { verb: attrs.verb, group: attrs.group, resource: attrs.resource };
     if (attrs.namespace) resourceAttributes.namespace = attrs.namespace;

@@ -176,7 +176,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
         // Anonymous requests are the apiserver's to allow or refuse.
         reason = 'anonymous';
       } else if (
-        !(await deps.access!.allowed(authorization, {
+        !(await deps.access!.allowedForName(authorization, {
           verb: info.verb,
           group: info.apiGroup,
           resource: info.resource,
