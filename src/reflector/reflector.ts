@@ -1,8 +1,12 @@
-// Keeps one store in step with the upstream apiserver, as client-go's Reflector does: a paged LIST
-// (consistent first page, later pages at the same resourceVersion through continue tokens), then a
-// WATCH from the list's resourceVersion with bookmarks; re-watch from the last resourceVersion seen
-// when a watch ends or breaks; relist only when the window is lost (410 Expired/Gone); every retry
-// waits an exponential, jittered backoff. Bodies are split into items as bytes while they arrive.
+// Keeps one store in step with the upstream apiserver, as client-go's Reflector does. The initial
+// state comes from a watch-list stream (KEP-3157: a consistent watch with sendInitialEvents, which
+// sends every object as ADDED, then a bookmark annotated k8s.io/initial-events-end, then goes on as
+// an ordinary watch), so no continue tokens are held and no LIST body is buffered. Where the
+// upstream does not do watch-list, a paged LIST (consistent first page, later pages at the same
+// resourceVersion through continue tokens) then a WATCH from the list's resourceVersion. Either
+// way: re-watch from the last resourceVersion seen when a watch ends or breaks; relist only when
+// the window is lost (410 Expired/Gone); every retry waits an exponential, jittered backoff. Bodies
+// are split into items as bytes while they arrive.
 import type { ResourceInfo } from '../cache/resources.ts';
 import type { Logger } from '../log/logger.ts';
 import type { Store } from '../store/store.ts';
@@ -34,10 +38,22 @@ export interface ReflectorOptions {
   hooks?: ReflectorHooks | undefined;
   /** Page size of the initial LIST (client-go uses 500). */
   pageSize?: number;
+  /**
+   * How long a watch-list stream may stay silent before the end of its initial events (default
+   * 10 s). A server that ignores sendInitialEvents never sends the end bookmark; one that does
+   * watch-list streams without pause, however large the resource.
+   */
+  watchListIdleMs?: number;
 }
 
 /** The window is gone: the only way on is a fresh list. */
 class ExpiredError extends Error {}
+
+/** The upstream answered a watch-list request as if it did not know watch-list. */
+class WatchListUnsupportedError extends Error {}
+
+// The annotation of the bookmark that ends a watch-list stream's initial events.
+const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
 
 const MAX_ERROR_BODY = 64 * 1024;
 
@@ -48,6 +64,10 @@ export class Reflector {
   readonly #backoff = new Backoff();
   readonly #log: Logger;
   #running: Promise<void> | undefined;
+  #needList = true;
+  // Set once the upstream has shown it does not do watch-list for this resource; every later
+  // relist is a paged LIST.
+  #watchListUnsupported = false;
 
   constructor(opts: ReflectorOptions) {
     this.#o = opts;
@@ -65,22 +85,34 @@ export class Reflector {
   }
 
   async #run(): Promise<void> {
-    let needList = true;
     while (!this.#abort.signal.aborted) {
       try {
-        if (needList) {
+        if (this.#needList) {
+          if (!this.#watchListUnsupported && (await this.#watchList())) {
+            // Synced through watch-list, then the same stream served as the watch until it ended.
+            this.#backoff.reset();
+            continue;
+          }
           await this.#list();
-          needList = false;
+          this.#needList = false;
         }
         await this.#watch(this.#o.store.resourceVersion);
         this.#backoff.reset();
       } catch (err) {
         if (this.#abort.signal.aborted) return;
         if (err instanceof ExpiredError) {
+          this.#o.hooks?.watchRestarted?.('expired');
+          if (this.#needList) {
+            // The relist itself met a 410 (an ERROR event among a watch-list's initial events):
+            // list again, after a backoff, so an upstream that keeps answering so is not hammered.
+            const wait = this.#backoff.next();
+            this.#log.warn({ err: err.message, retryInMs: Math.round(wait) }, 'relist expired, relisting');
+            await sleep(wait, this.#abort.signal);
+            continue;
+          }
           // client-go relists from scratch after 410: the window it knew is compacted away.
           this.#log.info({ err: err.message }, 'watch window lost, relisting');
-          this.#o.hooks?.watchRestarted?.('expired');
-          needList = true;
+          this.#needList = true;
           continue;
         }
         const wait = this.#backoff.next();
@@ -151,12 +183,150 @@ export class Reflector {
     this.#o.store.replace(objects, listRV);
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     this.#o.hooks?.relisted?.(objects.length, bytes, seconds);
-    this.#log.info({ objects: objects.length, bytes, resourceVersion: listRV, seconds: Math.round(seconds * 1000) / 1000 }, 'listed');
+    this.#log.info({ via: 'list', objects: objects.length, bytes, resourceVersion: listRV, seconds: Math.round(seconds * 1000) / 1000 }, 'listed');
+  }
+
+  /**
+   * Syncs the store through a watch-list stream, then consumes the rest of that stream as the
+   * watch. Returns false, having stored nothing, when the state must come from a paged LIST
+   * instead: like client-go, on any error before the end of the initial events (remembering that
+   * the resource has no watch-list when the upstream showed it). Returns true once the stream,
+   * after the sync, ends normally. Throws ExpiredError for a 410 before the sync (relist), and any
+   * error after the sync as a watch error.
+   */
+  async #watchList(): Promise<boolean> {
+    const started = process.hrtime.bigint();
+    const timeoutSeconds = watchTimeoutSeconds();
+    let res;
+    try {
+      res = await this.#o.pools.get('own', 'longRunning').request({
+        method: 'GET',
+        path: this.#query({
+          watch: 'true',
+          sendInitialEvents: 'true',
+          resourceVersionMatch: 'NotOlderThan',
+          allowWatchBookmarks: 'true',
+          // Empty: the initial events are a consistent read, as the first page of a LIST is.
+          resourceVersion: '',
+          timeoutSeconds: String(timeoutSeconds),
+        }),
+        headers: await this.#headers(),
+        signal: this.#abort.signal,
+      });
+      if (res.statusCode !== 200) {
+        const err = statusError(res.statusCode, (await res.body.text()).slice(0, MAX_ERROR_BODY), 'watch-list');
+        // Invalid (422) or BadRequest (400): the parameters were refused, as by a server without
+        // the WatchList gate (sendInitialEvents forbidden) or older than 1.27 (resourceVersionMatch
+        // forbidden on a watch). Anything else (403, 429, 5xx) says nothing about watch-list.
+        return this.#fallBack(err, res.statusCode === 400 || res.statusCode === 422);
+      }
+    } catch (err) {
+      if (this.#abort.signal.aborted) throw err;
+      return this.#fallBack(err, false);
+    }
+
+    const body = res.body;
+    // Until the end bookmark the stream must keep moving: the time is measured from the last chunk
+    // (or from the answer's headers), not from the start, so a huge resource may stream for long.
+    const idleMs = this.#o.watchListIdleMs ?? 10_000;
+    const idle = setTimeout(() => {
+      body.destroy(new WatchListUnsupportedError(`no end of initial events after ${idleMs} ms of silence: the upstream seems to ignore sendInitialEvents`));
+    }, idleMs);
+    const watchdog = setTimeout(() => body.destroy(new Error('watch silent past its deadline')), (timeoutSeconds + 60) * 1000);
+    // The state being built, by key: after the initial ADDED events and before the end bookmark
+    // the apiserver may already send changes newer than its snapshot (client-go applies them to a
+    // temporary store too).
+    const pending = new Map<string, CachedObject>();
+    let changes = 0;
+    let received = 0;
+    let synced = false;
+    const framer = new WatchFramer();
+    try {
+      for await (const chunk of body as AsyncIterable<Buffer>) {
+        received += chunk.length;
+        if (!synced) idle.refresh();
+        for (const frame of framer.push(chunk)) {
+          if (synced) {
+            this.#event(frame.type, frame.object);
+            continue;
+          }
+          if (frame.type === 'MODIFIED' || frame.type === 'DELETED') changes++;
+          const endRV = this.#initialEvent(frame.type, frame.object, pending);
+          if (endRV === undefined) continue;
+          synced = true;
+          clearTimeout(idle);
+          this.#stored(pending.values(), endRV, started, changes);
+          pending.clear();
+        }
+      }
+      if (!synced) {
+        const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+        throw new Error(`watch-list: the stream ended before the end of the initial events (${pending.size} objects, ${received} bytes, ${seconds.toFixed(3)} s)`);
+      }
+    } catch (err) {
+      if (synced || err instanceof ExpiredError || this.#abort.signal.aborted) throw err;
+      return this.#fallBack(err, err instanceof WatchListUnsupportedError);
+    } finally {
+      clearTimeout(idle);
+      clearTimeout(watchdog);
+    }
+    return true;
+  }
+
+  /** One event before the end of the initial events; returns the list's resourceVersion at the end bookmark. */
+  #initialEvent(type: string, raw: Buffer, pending: Map<string, CachedObject>): number | undefined {
+    switch (type) {
+      case 'ADDED':
+      case 'MODIFIED': {
+        const o = this.#decode(raw);
+        pending.set(o.key, o);
+        return undefined;
+      }
+      case 'DELETED':
+        pending.delete(this.#decode(raw).key);
+        return undefined;
+      case 'BOOKMARK': {
+        const meta = (JSON.parse(raw.toString('utf8')) as { metadata?: { resourceVersion?: string; annotations?: Record<string, string> } }).metadata;
+        // The apiserver's first bookmark to a watch-list watcher is the annotated one (earlier ones
+        // are dropped); a plain bookmark first means a server that ignored sendInitialEvents and is
+        // sending an ordinary watch.
+        if (meta?.annotations?.[INITIAL_EVENTS_END] !== 'true') {
+          throw new WatchListUnsupportedError(`a bookmark without ${INITIAL_EVENTS_END} before the end of the initial events`);
+        }
+        const rv = parseResourceVersion(meta.resourceVersion ?? '');
+        if (rv === undefined) throw new Error(`watch-list: end bookmark with resourceVersion "${meta.resourceVersion}"`);
+        return rv;
+      }
+      default:
+        // ERROR (a 410 relists) or unknown: throws.
+        this.#event(type, raw);
+        return undefined;
+    }
+  }
+
+  #stored(objects: Iterable<CachedObject>, resourceVersion: number, started: bigint, changes: number): void {
+    this.#o.store.replace(objects, resourceVersion);
+    this.#needList = false;
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    const count = this.#o.store.size;
+    const bytes = this.#o.store.bytes;
+    this.#o.hooks?.relisted?.(count, bytes, seconds);
+    this.#log.info({ via: 'watch-list', objects: count, bytes, resourceVersion, changes, seconds: Math.round(seconds * 1000) / 1000 }, 'listed');
+  }
+
+  #fallBack(err: unknown, unsupported: boolean): false {
+    const message = err instanceof Error ? err.message : String(err);
+    if (unsupported) {
+      this.#watchListUnsupported = true;
+      this.#log.warn({ err: message }, 'watch-list not supported for this resource, listing in pages from now on');
+    } else {
+      this.#log.warn({ err: message }, 'watch-list failed, listing in pages');
+    }
+    return false;
   }
 
   async #watch(fromRV: number): Promise<void> {
-    // client-go asks for a random 5–10 minute watch; the apiserver ends it, the reflector re-watches.
-    const timeoutSeconds = 300 + Math.floor(Math.random() * 300);
+    const timeoutSeconds = watchTimeoutSeconds();
     const res = await this.#o.pools.get('own', 'longRunning').request({
       method: 'GET',
       path: this.#query({
@@ -207,6 +377,11 @@ export class Reflector {
         throw new Error(`watch: unknown event type ${type}`);
     }
   }
+}
+
+// client-go asks for a random 5–10 minute watch; the apiserver ends it, the reflector re-watches.
+function watchTimeoutSeconds(): number {
+  return 300 + Math.floor(Math.random() * 300);
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
