@@ -1,27 +1,33 @@
-// Inverted indexes over the current state: value -> keys of the objects that have it. Used for
-// label key=value and key existence, and for configured field indexes such as pods spec.nodeName,
-// so a LIST for one node or one app costs O(result), not O(all objects).
+// Inverted indexes over the current state: value -> the objects that have it, keyed by object key.
+// Used for label key=value and key existence, and for configured field indexes such as pods
+// spec.nodeName, so a LIST for one node or one app costs O(result), not O(all objects). The index
+// holds the objects themselves: looking each key up in the tree again cost ~1.6 µs per object.
+import type { CachedObject } from './object.ts';
+
+export type IndexEntries = ReadonlyMap<string, CachedObject>;
+
+const EMPTY: IndexEntries = new Map();
 
 export class InvertedIndex {
-  readonly #byValue = new Map<string, Set<string>>();
+  readonly #byValue = new Map<string, Map<string, CachedObject>>();
 
-  add(value: string, key: string): void {
-    let keys = this.#byValue.get(value);
-    if (!keys) {
-      keys = new Set();
-      this.#byValue.set(value, keys);
+  add(value: string, o: CachedObject): void {
+    let entries = this.#byValue.get(value);
+    if (!entries) {
+      entries = new Map();
+      this.#byValue.set(value, entries);
     }
-    keys.add(key);
+    entries.set(o.key, o);
   }
 
   remove(value: string, key: string): void {
-    const keys = this.#byValue.get(value);
-    if (!keys) return;
-    keys.delete(key);
-    if (keys.size === 0) this.#byValue.delete(value);
+    const entries = this.#byValue.get(value);
+    if (!entries) return;
+    entries.delete(key);
+    if (entries.size === 0) this.#byValue.delete(value);
   }
 
-  get(value: string): ReadonlySet<string> {
+  get(value: string): IndexEntries {
     return this.#byValue.get(value) ?? EMPTY;
   }
 
@@ -30,37 +36,35 @@ export class InvertedIndex {
   }
 }
 
-const EMPTY: ReadonlySet<string> = new Set();
-
-/** label key -> (value -> keys), and label key -> keys for existence. */
+/** label key -> (value -> objects), and label key -> objects for existence. */
 export class LabelIndex {
   readonly #values = new Map<string, InvertedIndex>();
   readonly #exists = new InvertedIndex();
 
-  add(labels: Readonly<Record<string, string>>, key: string): void {
-    for (const [k, v] of Object.entries(labels)) {
+  add(o: CachedObject): void {
+    for (const [k, v] of Object.entries(o.labels)) {
       let idx = this.#values.get(k);
       if (!idx) {
         idx = new InvertedIndex();
         this.#values.set(k, idx);
       }
-      idx.add(v, key);
-      this.#exists.add(k, key);
+      idx.add(v, o);
+      this.#exists.add(k, o);
     }
   }
 
-  remove(labels: Readonly<Record<string, string>>, key: string): void {
-    for (const [k, v] of Object.entries(labels)) {
-      this.#values.get(k)?.remove(v, key);
-      this.#exists.remove(k, key);
+  remove(o: CachedObject): void {
+    for (const [k, v] of Object.entries(o.labels)) {
+      this.#values.get(k)?.remove(v, o.key);
+      this.#exists.remove(k, o.key);
     }
   }
 
-  withValue(labelKey: string, value: string): ReadonlySet<string> {
+  withValue(labelKey: string, value: string): IndexEntries {
     return this.#values.get(labelKey)?.get(value) ?? EMPTY;
   }
 
-  withKey(labelKey: string): ReadonlySet<string> {
+  withKey(labelKey: string): IndexEntries {
     return this.#exists.get(labelKey);
   }
 

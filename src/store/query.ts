@@ -6,6 +6,7 @@ import type { LabelSelector } from '../selectors/labels.ts';
 import type { Tree } from './btree.ts';
 import type { CachedObject } from './object.ts';
 import type { Store } from './store.ts';
+import type { IndexEntries } from './index.ts';
 
 export interface ListQuery {
   /** '' for all namespaces (and for cluster-scoped resources). */
@@ -65,10 +66,10 @@ function moreInRange(tree: Tree, q: ListQuery, key: string): boolean {
   return false;
 }
 
-/** The smallest candidate key set an index offers for this query, if any. */
-function candidates(store: Store, q: ListQuery): ReadonlySet<string> | undefined {
-  let best: ReadonlySet<string> | undefined;
-  const consider = (set: ReadonlySet<string>): void => {
+/** The smallest candidate set an index offers for this query, if any. */
+function candidates(store: Store, q: ListQuery): IndexEntries | undefined {
+  let best: IndexEntries | undefined;
+  const consider = (set: IndexEntries): void => {
     if (!best || set.size < best.size) best = set;
   };
   for (const field of store.indexedFields) {
@@ -91,10 +92,9 @@ export function listLive(store: Store, q: ListQuery): ListResult {
   const prefix = q.namespace === '' ? '/' : `/${q.namespace}/`;
   const start = rangeStart(q);
   const found: CachedObject[] = [];
-  for (const key of keys) {
+  for (const [key, o] of keys) {
     if (!key.startsWith(prefix) || key < start) continue;
-    const o = store.get(key);
-    if (o && matches(o, q)) found.push(o);
+    if (matches(o, q)) found.push(o);
   }
   found.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   if (q.limit > 0 && found.length >= q.limit) {

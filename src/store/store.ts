@@ -159,14 +159,14 @@ export class Store {
 
   #insert(o: CachedObject): void {
     this.#tree.set(o.key, o);
-    this.#labels.add(o.labels, o.key);
-    for (const [field, idx] of this.#fields) idx.add(o.fields[field] ?? '', o.key);
+    this.#labels.add(o);
+    for (const [field, idx] of this.#fields) idx.add(o.fields[field] ?? '', o);
     this.#bytes += o.item.length;
   }
 
   #remove(o: CachedObject): void {
     this.#tree.delete(o.key);
-    this.#labels.remove(o.labels, o.key);
+    this.#labels.remove(o);
     for (const [field, idx] of this.#fields) idx.remove(o.fields[field] ?? '', o.key);
     this.#bytes -= o.item.length;
   }
