@@ -26,8 +26,8 @@ async function main(): Promise<number> {
     process.stderr.write('levee: no cluster given: pass --kubeconfig, set $KUBECONFIG, or run in a pod\n');
     return 2;
   }
-  const upstream = loadUpstream(source);
-  logger.info({ upstream: upstream.server.href, from: upstream.source }, 'upstream');
+  const upstream = loadUpstream(source, options.upstreamServers);
+  logger.info({ upstream: upstream.servers.map((s) => s.href), from: upstream.source }, 'upstream');
   const gateway = await startGateway({
     upstream,
     listen: options.listen,

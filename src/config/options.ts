@@ -12,6 +12,7 @@ import type { ConsistentReads } from '../serve/decide.ts';
 export interface Options {
   kubeconfig?: string | undefined;
   context?: string | undefined;
+  upstreamServers: string[];
   listen: string;
   tlsCertFile?: string | undefined;
   tlsKeyFile?: string | undefined;
@@ -30,6 +31,8 @@ Options:
   --kubeconfig PATH          upstream cluster and Levee's own credentials
                              (default: $KUBECONFIG, then the in-cluster service account, then ~/.kube/config)
   --context NAME             kubeconfig context (default: the current context)
+  --upstream-server URL      another endpoint of the same apiserver cluster (same CA and credentials);
+                             requests balance across endpoints and fail over; repeatable
   --listen HOST:PORT         client listener (default: 127.0.0.1:8443)
   --tls-cert-file PATH       serving certificate (PEM); with --tls-private-key-file enables TLS (h2 and http/1.1)
   --tls-private-key-file PATH
@@ -66,6 +69,7 @@ export function parseOptions(argv: string[]): Options | 'help' {
       options: {
         kubeconfig: { type: 'string' },
         context: { type: 'string' },
+        'upstream-server': { type: 'string', multiple: true },
         listen: { type: 'string', default: '127.0.0.1:8443' },
         'tls-cert-file': { type: 'string' },
         'tls-private-key-file': { type: 'string' },
@@ -95,6 +99,7 @@ export function parseOptions(argv: string[]): Options | 'help' {
   return {
     kubeconfig: values.kubeconfig,
     context: values.context,
+    upstreamServers: values['upstream-server'] ?? [],
     listen: values.listen,
     tlsCertFile: values['tls-cert-file'],
     tlsKeyFile: values['tls-private-key-file'],

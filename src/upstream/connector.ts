@@ -21,9 +21,9 @@ export interface ConnectTarget {
   protocol: string;
 }
 
-export function connectTarget(upstream: Upstream): ConnectTarget {
-  const { hostname, protocol } = upstream.server;
-  const port = upstream.server.port || (protocol === 'https:' ? '443' : '80');
+export function connectTarget(server: URL): ConnectTarget {
+  const { hostname, protocol } = server;
+  const port = server.port || (protocol === 'https:' ? '443' : '80');
   // URL keeps the brackets of an IPv6 literal; sockets want the bare address.
   return { hostname: hostname.replace(/^\[|\]$/g, ''), port, protocol };
 }

@@ -24,6 +24,11 @@ export interface OwnCredentials {
 export interface Upstream {
   /** Origin and optional path prefix, e.g. https://10.0.0.1:6443 or https://rancher/k8s/clusters/c-1. */
   server: URL;
+  /**
+   * Every endpoint of the same apiserver cluster, `server` first (more from --upstream-server):
+   * requests are balanced across the healthy ones and fail over when one stops answering.
+   */
+  servers: URL[];
   /** The path prefix of `server` without a trailing slash ('' for most clusters). */
   pathPrefix: string;
   /** Where the configuration came from, for logs. Never contains credentials. */
@@ -56,7 +61,7 @@ export function resolveUpstreamSource(
 // every minute. A few seconds keeps rotation prompt without a plugin call per request.
 const CREDENTIALS_TTL_MS = 5_000;
 
-export function loadUpstream(source: UpstreamSource): Upstream {
+export function loadUpstream(source: UpstreamSource, extraServers: readonly string[] = []): Upstream {
   const kc = new KubeConfig();
   if (source.kind === 'in-cluster') {
     kc.loadFromCluster();
@@ -90,7 +95,16 @@ export function loadUpstream(source: UpstreamSource): Upstream {
     return cached.value;
   };
 
-  return { server, pathPrefix: server.pathname.replace(/\/+$/, ''), source: describe(source), ownCredentials };
+  const pathPrefix = server.pathname.replace(/\/+$/, '');
+  const servers = [server];
+  for (const extra of extraServers) {
+    const u = new URL(extra);
+    if (u.protocol !== server.protocol || u.pathname.replace(/\/+$/, '') !== pathPrefix) {
+      throw new Error(`upstream server ${extra}: must have the scheme and path of ${cluster.server}`);
+    }
+    if (!servers.some((s) => s.origin === u.origin)) servers.push(u);
+  }
+  return { server, servers, pathPrefix, source: describe(source), ownCredentials };
 }
 
 async function readOwnCredentials(kc: KubeConfig): Promise<OwnCredentials> {

@@ -40,3 +40,9 @@ export function upstreamFailureStatus(err: unknown): Status {
   }
   return newBadGateway(`the upstream apiserver could not be reached: ${err instanceof Error ? err.message : String(err)}`);
 }
+
+/** The connection could not be made: nothing reached the upstream, so another endpoint may be tried. */
+export function isConnectFailure(err: unknown): boolean {
+  const code = codeOf(err);
+  return err instanceof errors.ConnectTimeoutError || code === 'ECONNREFUSED' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH' || code === 'ENOTFOUND' || code === 'EAI_AGAIN';
+}

@@ -5,7 +5,7 @@ import type { DownstreamRequest, DownstreamResponse } from '../serve/downstream.
 import type { Status } from '../api/types.ts';
 import type { Identity } from './connector.ts';
 import { downstreamResponseHeaders, upstreamRequestHeaders } from './headers.ts';
-import { isClientAbort, upstreamFailureStatus } from './errors.ts';
+import { isClientAbort, isConnectFailure, upstreamFailureStatus } from './errors.ts';
 import type { TrafficClass, UpstreamPools } from './pools.ts';
 
 /** The upstream could not be asked or did not answer; nothing has been written to the client yet. */
@@ -55,13 +55,26 @@ export async function forward(
       const creds = await pools.upstream.ownCredentials();
       if (creds.authorization) headers.push('Authorization', creds.authorization);
     }
-    upstreamRes = await pools.get(opts.identity, opts.traffic).request({
-      method: req.method as 'GET',
-      path: pools.upstream.pathPrefix + (req.url ?? '/'),
-      headers,
-      body: hasRequestBody(req) ? req : null,
-      signal: abort.signal,
-    });
+    const dispatcher = pools.get(opts.identity, opts.traffic);
+    const request = () =>
+      dispatcher.request({
+        method: req.method as 'GET',
+        path: pools.upstream.pathPrefix + (req.url ?? '/'),
+        headers,
+        body: hasRequestBody(req) ? req : null,
+        signal: abort.signal,
+      });
+    // With several endpoints, a request without a body that could not even connect is safe to
+    // send again: the balancer has lowered the failed endpoint's weight and picks another.
+    const attempts = hasRequestBody(req) ? 1 : pools.upstream.servers.length;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        upstreamRes = await request();
+        break;
+      } catch (err) {
+        if (attempt >= attempts || abort.signal.aborted || !isConnectFailure(err)) throw err;
+      }
+    }
   } catch (err) {
     res.off('close', onClose);
     if (abort.signal.aborted || isClientAbort(err)) return 499;

@@ -1,7 +1,7 @@
 // undici pools to the upstream apiserver, one per identity and traffic class. Long-running
 // requests (watches, logs, proxies) get their own pools with no body timeout, so a quiet watch is
 // never cut after five minutes and never queues a write behind it.
-import { Pool } from 'undici';
+import { BalancedPool, Pool, type Dispatcher } from 'undici';
 import type { Upstream } from './credentials.ts';
 import { identityConnector, type Identity } from './connector.ts';
 
@@ -15,7 +15,7 @@ const REQUEST_BODY_TIMEOUT_MS = 120_000;
 
 export class UpstreamPools {
   readonly upstream: Upstream;
-  readonly #pools = new Map<string, Pool>();
+  readonly #pools = new Map<string, Pool | BalancedPool>();
   readonly #connectors = new Map<Identity, ReturnType<typeof identityConnector>>();
 
   constructor(upstream: Upstream) {
@@ -31,17 +31,21 @@ export class UpstreamPools {
     return c;
   }
 
-  get(identity: Identity, traffic: TrafficClass): Pool {
+  get(identity: Identity, traffic: TrafficClass): Dispatcher {
     const key = `${identity}/${traffic}`;
     let pool = this.#pools.get(key);
     if (!pool) {
-      pool = new Pool(this.upstream.server.origin, {
+      const options = {
         connect: this.connector(identity),
         allowH2: false,
         pipelining: 1,
         headersTimeout: HEADERS_TIMEOUT_MS,
         bodyTimeout: traffic === 'longRunning' ? 0 : REQUEST_BODY_TIMEOUT_MS,
-      });
+      };
+      const origins = this.upstream.servers.map((s) => s.origin);
+      // Several endpoints: undici's BalancedPool spreads requests and lowers the weight of an
+      // endpoint that fails, so traffic moves to the ones that answer.
+      pool = origins.length > 1 ? new BalancedPool(origins, options) : new Pool(origins[0]!, options);
       this.#pools.set(key, pool);
     }
     return pool;

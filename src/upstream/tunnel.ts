@@ -36,7 +36,7 @@ export async function tunnelUpgrade(
   let upstream: Socket;
   try {
     requestHead = await buildRequestHead(req, pools, identity);
-    upstream = await openSocket(pools.connector(identity), connectTarget(pools.upstream));
+    upstream = await openFirst(pools, identity);
   } catch (err) {
     const status = upstreamFailureStatus(err);
     writeStatusAndClose(client, status);
@@ -62,6 +62,19 @@ export async function tunnelUpgrade(
   pipeline(client, upstream, () => client.destroy());
   pipeline(upstream, client, () => upstream.destroy());
   return { code: await code };
+}
+
+/** The first endpoint that accepts a connection, in order: an upgrade is tied to the one it opens. */
+async function openFirst(pools: UpstreamPools, identity: Identity): Promise<Socket> {
+  let last: unknown;
+  for (const server of pools.upstream.servers) {
+    try {
+      return await openSocket(pools.connector(identity), connectTarget(server));
+    } catch (err) {
+      last = err;
+    }
+  }
+  throw last;
 }
 
 async function buildRequestHead(req: IncomingMessage, pools: UpstreamPools, identity: Identity): Promise<string> {

@@ -125,14 +125,39 @@ test('metrics count forwarded requests by verb, resource and code', async () => 
   assert.match(r.body, /process_resident_memory_bytes/);
 });
 
-test('an unreachable upstream is a 503 Status, not a dropped connection', async () => {
-  // A port that was free a moment ago and has nothing listening now.
-  const port = await new Promise<number>((resolve) => {
+/** A port that was free a moment ago and has nothing listening now. */
+function deadPort(): Promise<number> {
+  return new Promise<number>((resolve) => {
     const s = createServer().listen(0, '127.0.0.1', () => {
       const p = (s.address() as { port: number }).port;
       s.close(() => resolve(p));
     });
   });
+}
+
+test('with a dead first endpoint, requests and the cache fail over to the next one', async () => {
+  const kc = writeKubeconfig(`https://127.0.0.1:${await deadPort()}`, env.caFile, env.tokens.admin);
+  const l = await startLevee({ kubeconfig: kc, tls: env.leveeServing, extra: ['--upstream-server', env.server, '--cache', 'namespaces'] });
+  try {
+    for (let i = 0; i < 20; i++) {
+      const r = await get(`${l.url.origin}/api/v1/namespaces/${ns}`, agent, env.tokens.admin);
+      assert.equal(r.status, 200, r.body);
+    }
+    let ready = 0;
+    for (let i = 0; i < 100 && ready !== 200; i++) {
+      ready = (await get(`${l.url.origin}/readyz`, agent)).status;
+      if (ready !== 200) await new Promise((r) => setTimeout(r, 200));
+    }
+    assert.equal(ready, 200, 'the cache never synced through the live endpoint');
+    const cached = await get(`${l.url.origin}/api/v1/namespaces/${ns}?resourceVersion=0`, agent, env.tokens.admin);
+    assert.equal(cached.status, 200);
+  } finally {
+    await l.stop();
+  }
+});
+
+test('an unreachable upstream is a 503 Status, not a dropped connection', async () => {
+  const port = await deadPort();
   const kc = writeKubeconfig(`https://127.0.0.1:${port}`, env.caFile, 'unused');
   const dead = await startLevee({ kubeconfig: kc });
   try {
