@@ -18,3 +18,23 @@ export interface DownstreamResponse extends EventEmitter {
   readonly writableFinished: boolean;
   statusCode: number;
 }
+
+/**
+ * Waits until the response can take more ('drain'). Resolves false when the client went away
+ * instead: a client that closes never drains.
+ */
+export function drained(res: DownstreamResponse): Promise<boolean> {
+  if (res.destroyed) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const onDrain = (): void => {
+      res.off('close', onClose);
+      resolve(true);
+    };
+    const onClose = (): void => {
+      res.off('drain', onDrain);
+      resolve(false);
+    };
+    res.once('drain', onDrain);
+    res.once('close', onClose);
+  });
+}

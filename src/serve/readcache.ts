@@ -7,7 +7,7 @@ import { objectKey, typeMetaPrefix, type CachedObject } from '../store/object.ts
 import type { Snapshot } from '../store/store.ts';
 import { encodeContinue } from './continuetoken.ts';
 import type { ReadPlan } from './decide.ts';
-import type { DownstreamResponse } from './downstream.ts';
+import { drained, type DownstreamResponse } from './downstream.ts';
 import { writeStatus } from './respond.ts';
 
 /** How long a read for resourceVersion N waits for the cache to reach N (the apiserver waits 3 s). */
@@ -156,24 +156,11 @@ async function writeItems(res: DownstreamResponse, head: string, items: readonly
     parts.push(item);
     size += item.length;
     if (size >= WRITE_CHUNK) {
-      if (!res.write(Buffer.concat(parts, size))) await drained(res);
-      if (res.destroyed) return;
+      if (!res.write(Buffer.concat(parts, size)) && !(await drained(res))) return;
       parts = [];
       size = 0;
     }
   }
   parts.push(TAIL);
   res.end(Buffer.concat(parts));
-}
-
-function drained(res: DownstreamResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      res.off('drain', done);
-      res.off('close', done);
-      resolve();
-    };
-    res.once('drain', done);
-    res.once('close', done);
-  });
 }

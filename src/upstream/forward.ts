@@ -1,7 +1,7 @@
 // Forwards one request to the upstream apiserver and streams the answer back as it arrives:
 // request and response bodies flow with backpressure, nothing is buffered whole, a watch stays open
 // for as long as either side keeps it.
-import type { DownstreamRequest, DownstreamResponse } from '../serve/downstream.ts';
+import { drained, type DownstreamRequest, type DownstreamResponse } from '../serve/downstream.ts';
 import type { Status } from '../api/types.ts';
 import type { Identity } from './connector.ts';
 import { downstreamResponseHeaders, upstreamRequestHeaders } from './headers.ts';
@@ -87,7 +87,7 @@ export async function forward(
   res.flushHeaders?.();
   try {
     for await (const chunk of body as AsyncIterable<Buffer>) {
-      if (!res.write(chunk)) await drained(res);
+      if (!res.write(chunk) && !(await drained(res))) break;
     }
     res.end();
   } catch (err) {
@@ -102,24 +102,3 @@ export async function forward(
 // Levee's own credentials replace whatever the client sent.
 const OWN_DROPS: ReadonlySet<string> = new Set(['authorization']);
 const NO_DROPS: ReadonlySet<string> = new Set();
-
-function clientClosed(): Error {
-  return Object.assign(new Error('client closed the response'), { name: 'AbortError' });
-}
-
-/** Waits for 'drain'; a client that goes away never drains, so 'close' ends the wait too. */
-function drained(res: DownstreamResponse): Promise<void> {
-  if (res.destroyed) return Promise.reject(clientClosed());
-  return new Promise((resolve, reject) => {
-    const onDrain = (): void => {
-      res.off('close', onClose);
-      resolve();
-    };
-    const onClose = (): void => {
-      res.off('drain', onDrain);
-      reject(clientClosed());
-    };
-    res.once('drain', onDrain);
-    res.once('close', onClose);
-  });
-}
