@@ -74,6 +74,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
 
   const request = async (req: DownstreamRequest, res: DownstreamResponse): Promise<void> => {
     const started = process.hrtime.bigint();
+    const id = requestId(req);
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
@@ -95,7 +96,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
       longRunning = isLongRunning(info);
       const identity = requestIdentity(req, deps.auth);
       if (!longRunning && deps.cache && deps.access) {
-        const answered = await fromCache(info, req, res, identity, started);
+        const answered = await fromCache(info, req, res, identity, started, id);
         if (answered !== undefined) {
           source = 'cache';
           code = answered;
@@ -128,7 +129,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
       }
       logger.info(
         {
-          requestId: requestId(req),
+          requestId: id,
           verb: info?.verb ?? req.method,
           path,
           resource: info?.resource || undefined,
@@ -149,6 +150,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
     res: DownstreamResponse,
     identity: Identity,
     arrivedAt: bigint,
+    id: string,
   ): Promise<number | undefined> => {
     const cached = deps.cache!.lookup(info.apiGroup, info.resource);
     const url = req.url ?? '/';
@@ -186,7 +188,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
       ) {
         reason = 'denied';
       } else {
-        const served = await serveRead(cached, decision.plan, res, arrivedAt, metrics.cache, requestId(req));
+        const served = await serveRead(cached, decision.plan, res, arrivedAt, metrics.cache, id);
         if (served !== 'forward') return served.code;
       }
     }
