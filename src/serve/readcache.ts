@@ -103,8 +103,12 @@ export async function serveRead(
     if (result.remaining !== undefined) meta.push(`"remainingItemCount":${result.remaining}`);
   }
   const head = `{"kind":${JSON.stringify(`${r.info.kind}List`)},"apiVersion":${JSON.stringify(apiVersion(r))},"metadata":{${meta.join(',')}},"items":[`;
-  res.writeHead(200, { ...headers(requestId), ...extra });
-  await writeItems(res, head, result.items);
+  const headBytes = Buffer.from(head);
+  // The length is known before the first byte: a Content-Length spares HTTP/1.1 chunk framing.
+  let length = headBytes.length + TAIL.length + Math.max(0, result.items.length - 1);
+  for (const o of result.items) length += o.item.length;
+  res.writeHead(200, { ...headers(requestId), ...extra, 'content-length': String(length) });
+  await writeItems(res, headBytes, result.items);
   return { code: 200 };
 }
 
@@ -144,8 +148,8 @@ export function objectBytes(r: CachedResource, o: CachedObject): Buffer[] {
   return [prefix, o.item.subarray(1)];
 }
 
-async function writeItems(res: DownstreamResponse, head: string, items: readonly CachedObject[]): Promise<void> {
-  let parts: Buffer[] = [Buffer.from(head)];
+async function writeItems(res: DownstreamResponse, head: Buffer, items: readonly CachedObject[]): Promise<void> {
+  let parts: Buffer[] = [head];
   let size = parts[0]!.length;
   for (let i = 0; i < items.length; i++) {
     if (i > 0) {
