@@ -15,7 +15,8 @@ import { tunnelUpgrade } from '../upstream/tunnel.ts';
 import type { Health } from './health.ts';
 import type { AccessReviewer } from '../auth/access.ts';
 import type { Cache } from '../cache/cache.ts';
-import { decideRead, type ForwardReason } from './decide.ts';
+import { decideRead, decideWatch, type ForwardReason } from './decide.ts';
+import { serveWatch } from './watchcache.ts';
 import { serveRead } from './readcache.ts';
 import { isLongRunning, parseRequestInfo, RequestInfoError, type RequestInfo } from './requestinfo.ts';
 import { writeStatus, writeText } from './respond.ts';
@@ -95,7 +96,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
       }
       longRunning = isLongRunning(info);
       const identity = requestIdentity(req, deps.auth);
-      if (!longRunning && deps.cache && deps.access) {
+      if ((!longRunning || info.verb === 'watch') && deps.cache && deps.access) {
         const answered = await fromCache(info, req, res, identity, started, id);
         if (answered !== undefined) {
           source = 'cache';
@@ -155,14 +156,16 @@ export function createHandlers(deps: ChainDeps): Handlers {
     const cached = deps.cache!.lookup(info.apiGroup, info.resource);
     const url = req.url ?? '/';
     const q = url.indexOf('?');
-    const decision = decideRead(
-      {
-        info,
-        query: new URLSearchParams(q === -1 ? '' : url.slice(q + 1)),
-        accept: req.headers.accept,
-        userAgent: req.headers['user-agent'],
-        impersonating: Object.keys(req.headers).some((h) => h.startsWith('impersonate-')),
-      },
+    const request = {
+      info,
+      query: new URLSearchParams(q === -1 ? '' : url.slice(q + 1)),
+      accept: req.headers.accept,
+      userAgent: req.headers['user-agent'],
+      impersonating: Object.keys(req.headers).some((h) => h.startsWith('impersonate-')),
+    };
+    const decide = info.verb === 'watch' ? decideWatch : decideRead;
+    const decision = decide(
+      request,
       {
         cached: cached !== undefined,
         synced: cached?.store.synced ?? false,
@@ -188,8 +191,21 @@ export function createHandlers(deps: ChainDeps): Handlers {
       ) {
         reason = 'denied';
       } else {
-        const served = await serveRead(cached, decision.plan, res, arrivedAt, metrics.cache, id);
-        if (served !== 'forward') return served.code;
+        if ('resourceVersion' in decision.plan) {
+          const watching = serveWatch(cached, decision.plan, res, id);
+          if (watching !== 'forward') {
+            const labels = requestLabels(info, req, 'cache');
+            metrics.longRunning.inc(labels);
+            try {
+              return await watching;
+            } finally {
+              metrics.longRunning.dec(labels);
+            }
+          }
+        } else {
+          const served = await serveRead(cached, decision.plan, res, arrivedAt, metrics.cache, id);
+          if (served !== 'forward') return served.code;
+        }
       }
     }
     if (decision.source === 'cache' || decision.reason !== 'not-a-read') metrics.forwards.inc({ reason });

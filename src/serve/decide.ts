@@ -7,7 +7,8 @@ import { parseLabelSelector, type LabelSelector } from '../selectors/labels.ts';
 import { normalizeFieldSelector } from '../selectors/selectable.ts';
 import { parseResourceVersion } from '../store/object.ts';
 import { decodeContinue, type ContinueToken } from './continuetoken.ts';
-import type { RequestInfo } from './requestinfo.ts';
+import { queryBool, type RequestInfo } from './requestinfo.ts';
+import type { WatchPlan } from './watchcache.ts';
 import { withinSelection, type Selection } from '../cache/selection.ts';
 
 export type Freshness =
@@ -44,7 +45,8 @@ export type ForwardReason =
   | 'invalid'
   | 'consistent-read'
   | 'impersonation'
-  | 'outside-selection';
+  | 'outside-selection'
+  | 'watch-initial-state';
 
 export interface ReadRequest {
   info: RequestInfo;
@@ -103,7 +105,7 @@ export function acceptsPlainJson(accept: string | undefined): boolean {
   return json;
 }
 
-function forward(reason: ForwardReason): Decision {
+function forward(reason: ForwardReason): { source: 'upstream'; reason: ForwardReason } {
   return { source: 'upstream', reason };
 }
 
@@ -195,4 +197,53 @@ export function decideRead(r: ReadRequest, state: CacheState): Decision {
       return forward('invalid');
   }
   return { source: 'cache', plan: { ...base, verb: 'list', limit, freshness, consistentRead: rv === undefined } };
+}
+
+const WATCH_PARAMS = new Set(['watch', 'resourceVersion', 'labelSelector', 'fieldSelector', 'allowWatchBookmarks', 'timeoutSeconds', 'timeout']);
+
+export type WatchDecision = { source: 'cache'; plan: WatchPlan } | { source: 'upstream'; reason: ForwardReason };
+
+/**
+ * Watches from a resourceVersion (an informer re-watching after its LIST) are served from the
+ * cache. Watches that begin with the current state (resourceVersion 0 or unset, sendInitialEvents:
+ * watch-list defaulting and its end bookmark) go to the apiserver for now.
+ */
+export function decideWatch(r: ReadRequest, state: CacheState): WatchDecision {
+  const { info, query } = r;
+  if (!info.isResourceRequest || info.verb !== 'watch' || info.subresource !== '') return forward('not-a-read');
+  if (!state.cached) return forward('not-cached');
+  if (!state.synced) return forward('not-synced');
+  if (r.impersonating) return forward('impersonation');
+  if (!acceptsPlainJson(r.accept)) return forward('media-type');
+  if (query.has('pretty') || /^(curl|wget)/i.test(r.userAgent ?? '')) return forward('pretty');
+  for (const key of query.keys()) if (!WATCH_PARAMS.has(key)) return forward('parameter');
+  const namespace = info.apiGroup === '' && info.resource === 'namespaces' ? '' : info.namespace;
+  if (!state.namespaced && namespace !== '') return forward('invalid');
+  let labels: LabelSelector;
+  let fields: FieldSelector;
+  try {
+    labels = parseLabelSelector(query.get('labelSelector') ?? '');
+    const normalized = normalizeFieldSelector(info.apiGroup, info.resource, parseFieldSelector(query.get('fieldSelector') ?? ''));
+    if (!normalized) return forward('invalid');
+    fields = normalized;
+  } catch {
+    return forward('invalid');
+  }
+  // /watch/namespaces/x/pods/name: a single object is watched by its name.
+  if (info.name !== '' && fields.exact('metadata.name') === undefined) {
+    fields = parseFieldSelector([query.get('fieldSelector') ?? '', `metadata.name=${info.name}`].filter((x) => x !== '').join(','));
+  }
+  if (state.selection && !withinSelection(state.selection, labels, fields)) return forward('outside-selection');
+  const rv = parseResourceVersion(query.get('resourceVersion') ?? '');
+  if (rv === undefined || rv === 0) return forward('watch-initial-state');
+  let timeoutSeconds: number | undefined;
+  const t = query.get('timeoutSeconds');
+  if (t !== null && t !== '') {
+    if (!/^\d{1,9}$/.test(t)) return forward('invalid');
+    timeoutSeconds = Number(t);
+  }
+  return {
+    source: 'cache',
+    plan: { namespace, labels, fields, resourceVersion: rv, allowBookmarks: queryBool(query.get('allowWatchBookmarks')), timeoutSeconds },
+  };
 }

@@ -3,6 +3,16 @@
 import { newObjectTree, type Tree } from './btree.ts';
 import { InvertedIndex, LabelIndex } from './index.ts';
 import type { CachedObject } from './object.ts';
+import { EventWindow, type StoreEvent } from './events.ts';
+
+export interface StoreListener {
+  /** One event, after the store applied it. */
+  event(e: StoreEvent): void;
+  /** The whole state was replaced (a relist): history before it is gone. */
+  replaced(resourceVersion: number): void;
+  /** The store's resourceVersion moved without an event (a bookmark). */
+  progressed(resourceVersion: number): void;
+}
 
 export type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
@@ -32,6 +42,8 @@ export class Store {
   // from there to now are known exactly.
   #snapshots: Snapshot[] = [];
   #waiters: Array<{ rv: number; resolve: (fresh: boolean) => void }> = [];
+  readonly events = new EventWindow();
+  readonly #listeners = new Set<StoreListener>();
   readonly #windowMs: number;
   readonly #maxSnapshots: number;
   readonly #now: () => number;
@@ -91,7 +103,14 @@ export class Store {
     this.#resourceVersion = resourceVersion;
     this.#synced = true;
     this.#snapshots = [{ resourceVersion, tree: this.#tree.clone(), takenAt: this.#now() }];
+    this.events.reset(resourceVersion);
     this.#wake();
+    for (const l of this.#listeners) l.replaced(resourceVersion);
+  }
+
+  listen(l: StoreListener): () => void {
+    this.#listeners.add(l);
+    return () => this.#listeners.delete(l);
   }
 
   /** Applies one watch event. Returns the previous version of the object, if any. */
@@ -101,12 +120,17 @@ export class Store {
     if (type !== 'DELETED') this.#insert(object);
     this.#advance(object.resourceVersion);
     this.#snapshot();
+    const e: StoreEvent = { type, object, prev, resourceVersion: object.resourceVersion, at: this.#now() };
+    this.events.push(e);
+    for (const l of this.#listeners) l.event(e);
     return prev;
   }
 
   /** A BOOKMARK: nothing changed up to `resourceVersion`. */
   bookmark(resourceVersion: number): void {
+    const before = this.#resourceVersion;
     this.#advance(resourceVersion);
+    if (this.#resourceVersion > before) for (const l of this.#listeners) l.progressed(this.#resourceVersion);
   }
 
   /**

@@ -1,0 +1,55 @@
+// Watch events as the apiserver frames them in JSON: one event per line,
+// {"type":"…","object":{…}}\n, with each object's stored bytes; each event's line is built once
+// and shared by every watcher that receives it.
+import type { CachedResource } from '../cache/cache.ts';
+import type { StoreEvent } from '../store/events.ts';
+import type { CachedObject } from '../store/object.ts';
+import { objectBytes } from '../serve/readcache.ts';
+
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+const lines = new WeakMap<StoreEvent, Map<WatchEventType, Buffer>>();
+const CLOSE = Buffer.from('}\n');
+
+function frame(type: string, parts: Buffer[]): Buffer {
+  return Buffer.concat([Buffer.from(`{"type":"${type}","object":`), ...parts, CLOSE]);
+}
+
+/** The line for `event` delivered as `type` to a watcher (selector transitions change the type). */
+export function eventLine(r: CachedResource, event: StoreEvent, type: WatchEventType): Buffer {
+  let byType = lines.get(event);
+  if (!byType) {
+    byType = new Map();
+    lines.set(event, byType);
+  }
+  let line = byType.get(type);
+  if (!line) {
+    // An object that leaves a watcher's selection is sent as DELETED with its previous state at
+    // the event's resourceVersion, as the apiserver's cacher does.
+    const leaving = type === 'DELETED' && event.type !== 'DELETED';
+    const parts = leaving ? withResourceVersion(objectBytes(r, event.prev!), event.prev!, event.resourceVersion) : objectBytes(r, event.object);
+    line = frame(type, parts);
+    byType.set(type, line);
+  }
+  return line;
+}
+
+/**
+ * The object's bytes with metadata.resourceVersion changed. The first `"resourceVersion":"` in an
+ * object is its metadata's: metadata comes first (typed objects) or after apiVersion and kind
+ * (unstructured), and no earlier value can contain the sequence.
+ */
+function withResourceVersion(parts: Buffer[], o: CachedObject, rv: number): Buffer[] {
+  const joined = Buffer.concat(parts);
+  const needle = Buffer.from(`"resourceVersion":"${o.resourceVersion}"`);
+  const at = joined.indexOf(needle);
+  if (at === -1) return [joined];
+  return [joined.subarray(0, at), Buffer.from(`"resourceVersion":"${rv}"`), joined.subarray(at + needle.length)];
+}
+
+export function bookmarkLine(r: CachedResource, resourceVersion: number): Buffer {
+  const apiVersion = r.info.group === '' ? r.info.version : `${r.info.group}/${r.info.version}`;
+  return Buffer.from(
+    `{"type":"BOOKMARK","object":{"kind":${JSON.stringify(r.info.kind)},"apiVersion":${JSON.stringify(apiVersion)},"metadata":{"resourceVersion":"${resourceVersion}"}}}\n`,
+  );
+}

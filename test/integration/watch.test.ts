@@ -1,0 +1,143 @@
+// Watches from a resourceVersion are served from Levee's cache with the apiserver's semantics: the
+// same events, in the same order, with the same objects, including the DELETED and ADDED that
+// selector transitions produce. Compared side by side with watches on the apiserver itself.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { request, type Agent } from 'undici';
+import { KubeConfig, makeInformer, CoreV1Api, type V1ConfigMap } from '@kubernetes/client-node';
+import { loadEnv, type TestEnv } from '../env/testenv.ts';
+import { startLevee, writeKubeconfig, type LeveeProcess } from '../support/levee.ts';
+import { agentFor, get, send, suffix } from '../support/http.ts';
+
+let env: TestEnv;
+let levee: LeveeProcess;
+let agent: Agent;
+const ns = `watch-${suffix()}`;
+
+interface Event {
+  type: string;
+  object: { metadata: { name: string; resourceVersion: string; namespace?: string } };
+}
+
+/** A watch held open, collecting events. */
+function watch(origin: string, path: string): { events: Event[]; raw: string[]; stop(): void; ended: Promise<void> } {
+  const events: Event[] = [];
+  const raw: string[] = [];
+  const abort = new AbortController();
+  const ended = (async () => {
+    const res = await request(origin + path, { dispatcher: agent, headers: { authorization: `Bearer ${env.tokens.admin}`, accept: 'application/json' }, signal: abort.signal });
+    assert.equal(res.statusCode, 200);
+    let buf = '';
+    try {
+      for await (const chunk of res.body) {
+        buf += (chunk as Buffer).toString();
+        let nl;
+        while ((nl = buf.indexOf('\n')) !== -1) {
+          raw.push(buf.slice(0, nl));
+          events.push(JSON.parse(buf.slice(0, nl)) as Event);
+          buf = buf.slice(nl + 1);
+        }
+      }
+    } catch {
+      // aborted by stop()
+    }
+  })();
+  return { events, raw, stop: () => abort.abort(), ended };
+}
+
+const settle = async (check: () => boolean, ms = 10_000) => {
+  for (let i = 0; i < ms / 50 && !check(); i++) await new Promise((r) => setTimeout(r, 50));
+};
+
+before(async () => {
+  env = loadEnv();
+  agent = agentFor(env.caFile);
+  assert.equal((await send('POST', `${env.server}/api/v1/namespaces`, agent, env.tokens.admin, { metadata: { name: ns } })).status, 201);
+  for (let i = 0; i < 5; i++) {
+    await send('POST', `${env.server}/api/v1/namespaces/${ns}/configmaps`, agent, env.tokens.admin, { metadata: { name: `cm-${i}`, labels: { app: i % 2 ? 'a' : 'b' } }, data: { v: '0' } });
+  }
+  levee = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra: ['--cache', 'configmaps'] });
+  for (let i = 0; i < 200 && (await get(`${levee.url.origin}/readyz`, agent)).status !== 200; i++) await new Promise((r) => setTimeout(r, 100));
+});
+
+after(async () => {
+  await levee?.stop();
+  await agent?.close();
+});
+
+test('watches from a resourceVersion: the same events as the apiserver, selector transitions included', async () => {
+  const rv = (JSON.parse((await get(`${env.server}/api/v1/namespaces/${ns}/configmaps?limit=1`, agent, env.tokens.admin)).body) as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
+  const paths = [
+    `/api/v1/namespaces/${ns}/configmaps?watch=true&resourceVersion=${rv}`,
+    `/api/v1/namespaces/${ns}/configmaps?watch=true&resourceVersion=${rv}&labelSelector=app%3Da`,
+    `/api/v1/namespaces/${ns}/configmaps?watch=true&resourceVersion=${rv}&fieldSelector=metadata.name%3Dcm-1`,
+    `/api/v1/configmaps?watch=true&resourceVersion=${rv}&labelSelector=app%20in%20(b)`,
+  ];
+  const pairs = paths.map((p) => ({ path: p, direct: watch(env.server, p), viaLevee: watch(levee.url.origin, p) }));
+  await new Promise((r) => setTimeout(r, 300));
+  const cm = `${env.server}/api/v1/namespaces/${ns}/configmaps`;
+  const patch = (name: string, body: unknown) => send('PATCH', `${cm}/${name}`, agent, env.tokens.admin, body, 'application/merge-patch+json');
+  await send('POST', cm, agent, env.tokens.admin, { metadata: { name: 'cm-new', labels: { app: 'a' } } });
+  await patch('cm-1', { data: { v: '1' } });
+  await patch('cm-1', { metadata: { labels: { app: 'b' } } }); // leaves app=a, enters app in (b)
+  await patch('cm-2', { metadata: { labels: { app: 'a' } } }); // enters app=a
+  await patch('cm-1', { metadata: { labels: { app: 'a' } } }); // back
+  await send('DELETE', `${cm}/cm-3`, agent, env.tokens.admin);
+  await send('DELETE', `${cm}/cm-new`, agent, env.tokens.admin);
+  for (const p of pairs) await settle(() => p.viaLevee.events.length >= p.direct.events.length && p.direct.events.length > 0);
+  await new Promise((r) => setTimeout(r, 500));
+  for (const p of pairs) {
+    p.direct.stop();
+    p.viaLevee.stop();
+    const strip = (es: Event[]) => es.filter((e) => e.type !== 'BOOKMARK');
+    assert.deepEqual(strip(p.viaLevee.events), strip(p.direct.events), `events differ for ${p.path}`);
+    assert.equal(p.direct.events.length > 0, true);
+  }
+  const metrics = (await get(`${levee.url.origin}/metrics`, agent)).body;
+  assert.match(metrics, /levee_request_total\{verb="WATCH",group="",resource="configmaps",subresource="",source="cache",code="200"\} [4-9]/);
+});
+
+test('a watch from the cache sends bookmarks when asked and ends at its timeout', async () => {
+  const rv = (JSON.parse((await get(`${levee.url.origin}/api/v1/namespaces/${ns}/configmaps?resourceVersion=0`, agent, env.tokens.admin)).body) as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
+  const started = Date.now();
+  const w = watch(levee.url.origin, `/api/v1/namespaces/${ns}/configmaps?watch=true&resourceVersion=${rv}&allowWatchBookmarks=true&timeoutSeconds=3`);
+  await w.ended;
+  const took = Date.now() - started;
+  assert.equal(took >= 2500 && took < 6000, true, `ended after ${took} ms`);
+  const bookmarks = w.events.filter((e) => e.type === 'BOOKMARK');
+  assert.equal(bookmarks.length >= 1, true);
+  assert.equal(Number(bookmarks[0]!.object.metadata.resourceVersion) >= Number(rv), true);
+});
+
+test('a resourceVersion older than the cache\'s window is the apiserver\'s to answer', async () => {
+  const path = `/api/v1/namespaces/${ns}/configmaps?watch=true&resourceVersion=1&timeoutSeconds=1`;
+  const [a, b] = await Promise.all([get(env.server + path, agent, env.tokens.admin), get(levee.url.origin + path, agent, env.tokens.admin)]);
+  assert.equal(b.status, a.status);
+  assert.deepEqual(b.body.split('\n')[0], a.body.split('\n')[0]);
+});
+
+test('an @kubernetes/client-node informer through Levee converges on the apiserver\'s state', async () => {
+  const kc = new KubeConfig();
+  kc.loadFromFile(writeKubeconfig(levee.url.href, env.caFile, env.tokens.admin));
+  const core = kc.makeApiClient(CoreV1Api);
+  const informer = makeInformer<V1ConfigMap>(kc, `/api/v1/namespaces/${ns}/configmaps`, () => core.listNamespacedConfigMap({ namespace: ns }));
+  await informer.start();
+  try {
+    const cm = `${env.server}/api/v1/namespaces/${ns}/configmaps`;
+    for (let i = 0; i < 30; i++) {
+      await send('POST', cm, agent, env.tokens.admin, { metadata: { name: `churn-${i}` }, data: { v: '0' } });
+      if (i % 3 === 0) await send('PATCH', `${cm}/churn-${i}`, agent, env.tokens.admin, { data: { v: '1' } }, 'application/merge-patch+json');
+      if (i % 5 === 0) await send('DELETE', `${cm}/churn-${i}`, agent, env.tokens.admin);
+    }
+    const want = (JSON.parse((await get(cm, agent, env.tokens.admin)).body) as { items: Array<{ metadata: { name: string; resourceVersion: string } }> }).items
+      .map((o) => `${o.metadata.name}@${o.metadata.resourceVersion}`)
+      .sort();
+    const have = () => informer.list().map((o) => `${o.metadata!.name}@${o.metadata!.resourceVersion}`).sort();
+    await settle(() => JSON.stringify(have()) === JSON.stringify(want));
+    assert.deepEqual(have(), want);
+  } finally {
+    await informer.stop();
+  }
+  const metrics = (await get(`${levee.url.origin}/metrics`, agent)).body;
+  assert.match(metrics, /levee_request_total\{verb="WATCH"[^}]*source="cache"[^}]*\} \d+/);
+});
