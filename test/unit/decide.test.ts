@@ -2,7 +2,7 @@
 // apiserver otherwise.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { acceptsPlainJson, decideRead, type Decision } from '../../src/serve/decide.ts';
+import { acceptsPlainJson, decideRead, decideWatch, type Decision } from '../../src/serve/decide.ts';
 import { parseRequestInfo } from '../../src/serve/requestinfo.ts';
 import type { Selection } from '../../src/cache/selection.ts';
 import { parseFieldSelector } from '../../src/selectors/fields.ts';
@@ -102,4 +102,23 @@ test('accept headers', () => {
   assert.equal(acceptsPlainJson('*/*'), true);
   assert.equal(acceptsPlainJson('application/yaml'), false);
   assert.equal(acceptsPlainJson('application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io'), false);
+});
+
+test('watches: from a resourceVersion in the cache, the rest upstream', () => {
+  const w = (url: string, state: State = CACHED) => {
+    const q = url.indexOf('?');
+    const d = decideWatch(
+      { info: parseRequestInfo('GET', url), query: new URLSearchParams(q === -1 ? '' : url.slice(q + 1)), accept: undefined, userAgent: undefined, impersonating: false },
+      state,
+    );
+    return d.source === 'cache' ? `cache:${d.plan.resourceVersion}` : `upstream:${d.reason}`;
+  };
+  assert.equal(w('/api/v1/namespaces/a/pods?watch=true&resourceVersion=12'), 'cache:12');
+  assert.equal(w('/api/v1/watch/namespaces/a/pods?resourceVersion=12&allowWatchBookmarks=true&timeoutSeconds=30'), 'cache:12');
+  assert.equal(w('/api/v1/namespaces/a/pods?watch=true&resourceVersion=0'), 'upstream:watch-initial-state');
+  assert.equal(w('/api/v1/namespaces/a/pods?watch=true'), 'upstream:watch-initial-state');
+  assert.equal(w('/api/v1/namespaces/a/pods?watch=true&resourceVersion=12&sendInitialEvents=true&resourceVersionMatch=NotOlderThan'), 'upstream:parameter');
+  assert.equal(w('/api/v1/namespaces/a/pods?watch=true&resourceVersion=12&timeoutSeconds=x'), 'upstream:invalid');
+  assert.equal(w('/api/v1/pods?watch=true&resourceVersion=12', NODE_LOCAL), 'upstream:outside-selection');
+  assert.equal(w('/api/v1/pods?watch=true&resourceVersion=12&fieldSelector=spec.nodeName%3Dn1', NODE_LOCAL), 'cache:12');
 });
