@@ -75,6 +75,11 @@ export class Reflector {
     this.#log = opts.logger.child({ resource: `${opts.info.resource}${opts.info.group ? `.${opts.info.group}` : ''}` });
   }
 
+  /** False once the upstream showed it has no watch-list for this resource. */
+  get watchListSupported(): boolean {
+    return !this.#watchListUnsupported;
+  }
+
   start(): void {
     this.#running ??= this.#run();
   }

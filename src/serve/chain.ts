@@ -172,6 +172,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
         namespaced: cached?.info.namespaced ?? false,
         consistentReads: cached?.consistentReads ?? 'forward',
         selection: cached?.selection,
+        watchList: cached?.reflector.watchListSupported ?? false,
       },
     );
     let reason: ForwardReason | 'anonymous' | 'denied' | 'window' = decision.source === 'upstream' ? decision.reason : 'window';
@@ -192,12 +193,12 @@ export function createHandlers(deps: ChainDeps): Handlers {
         reason = 'denied';
       } else {
         if ('resourceVersion' in decision.plan) {
-          const watching = serveWatch(cached, decision.plan, res, id);
+          const watching = await serveWatch(cached, decision.plan, res, arrivedAt, metrics.cache, id);
           if (watching !== 'forward') {
             const labels = requestLabels(info, req, 'cache');
             metrics.longRunning.inc(labels);
             try {
-              return await watching;
+              return await watching.done;
             } finally {
               metrics.longRunning.dec(labels);
             }

@@ -67,6 +67,11 @@ export interface CacheState {
    * (what YurtHub does), only where configured; `forward` always asks the apiserver.
    */
   consistentReads: ConsistentReads;
+  /**
+   * The upstream does watch-list (KEP-3157, on by default from 1.34): it then defaults a watch
+   * from resourceVersion 0 or unset to sendInitialEvents, ending its initial state with a bookmark.
+   */
+  watchList?: boolean;
   /** Set when the cache holds only the part of the resource an upstream selector picks. */
   selection?: Selection | undefined;
 }
@@ -199,7 +204,17 @@ export function decideRead(r: ReadRequest, state: CacheState): Decision {
   return { source: 'cache', plan: { ...base, verb: 'list', limit, freshness, consistentRead: rv === undefined } };
 }
 
-const WATCH_PARAMS = new Set(['watch', 'resourceVersion', 'labelSelector', 'fieldSelector', 'allowWatchBookmarks', 'timeoutSeconds', 'timeout']);
+const WATCH_PARAMS = new Set([
+  'watch',
+  'resourceVersion',
+  'resourceVersionMatch',
+  'sendInitialEvents',
+  'labelSelector',
+  'fieldSelector',
+  'allowWatchBookmarks',
+  'timeoutSeconds',
+  'timeout',
+]);
 
 export type WatchDecision = { source: 'cache'; plan: WatchPlan } | { source: 'upstream'; reason: ForwardReason };
 
@@ -234,8 +249,36 @@ export function decideWatch(r: ReadRequest, state: CacheState): WatchDecision {
     fields = parseFieldSelector([query.get('fieldSelector') ?? '', `metadata.name=${info.name}`].filter((x) => x !== '').join(','));
   }
   if (state.selection && !withinSelection(state.selection, labels, fields)) return forward('outside-selection');
-  const rv = parseResourceVersion(query.get('resourceVersion') ?? '');
-  if (rv === undefined || rv === 0) return forward('watch-initial-state');
+  const rvParam = query.get('resourceVersion') ?? '';
+  const rv = rvParam === '' ? undefined : parseResourceVersion(rvParam);
+  if (rvParam !== '' && rv === undefined) return forward('invalid');
+  const match = query.get('resourceVersionMatch');
+  const sendInitial = query.get('sendInitialEvents');
+  const allowBookmarks = queryBool(query.get('allowWatchBookmarks'));
+  let initial: WatchPlan['initial'];
+  let initialEventsEnd = false;
+  if (sendInitial !== null || match !== null) {
+    // The apiserver's validation: sendInitialEvents needs resourceVersionMatch=NotOlderThan and
+    // the other way round; its 422 is the answer to anything else.
+    if (sendInitial === null || match !== 'NotOlderThan') return forward('invalid');
+    if (!queryBool(sendInitial)) return forward('watch-initial-state');
+    initial = rv === undefined ? 'consistent' : rv === 0 ? 'any' : 'notOlderThan';
+    initialEventsEnd = allowBookmarks;
+  } else if (rv === undefined || rv === 0) {
+    if (state.watchList) {
+      // Defaulted to a consistent watch-list (rv unset) or one from any state (rv 0).
+      initial = rv === undefined ? 'consistent' : 'any';
+      initialEventsEnd = allowBookmarks;
+    } else {
+      // The legacy watch: the current state as ADDED events, then changes.
+      initial = 'any';
+    }
+  }
+  // A watch that begins as new as the apiserver follows the consistent-read policy.
+  if (initial === 'consistent' && state.consistentReads !== 'verify') {
+    if (state.consistentReads === 'forward') return forward('consistent-read');
+    initial = 'any';
+  }
   let timeoutSeconds: number | undefined;
   const t = query.get('timeoutSeconds');
   if (t !== null && t !== '') {
@@ -244,6 +287,6 @@ export function decideWatch(r: ReadRequest, state: CacheState): WatchDecision {
   }
   return {
     source: 'cache',
-    plan: { namespace, labels, fields, resourceVersion: rv, allowBookmarks: queryBool(query.get('allowWatchBookmarks')), timeoutSeconds },
+    plan: { namespace, labels, fields, resourceVersion: rv ?? 0, initial, initialEventsEnd, allowBookmarks, timeoutSeconds },
   };
 }

@@ -5,13 +5,25 @@ import type { CachedResource } from '../cache/cache.ts';
 import type { FieldSelector } from '../selectors/fields.ts';
 import type { LabelSelector } from '../selectors/labels.ts';
 import { CacheWatcher } from '../watch/watcher.ts';
+import { addedLine, initialEventsEndLine } from '../watch/encode.ts';
+import { listLive } from '../store/query.ts';
+import type { CachedObject } from '../store/object.ts';
+import { CONSISTENT_WAIT_MS, FRESHNESS_WAIT_MS, type ConsistentReadObserver } from './readcache.ts';
 import type { DownstreamResponse } from './downstream.ts';
 
 export interface WatchPlan {
   namespace: string;
   labels: LabelSelector;
   fields: FieldSelector;
+  /** Events after this resourceVersion; with `initial`, the start is the state's own. */
   resourceVersion: number;
+  /**
+   * Begin with the current state as ADDED events: as of any time (`any`, resourceVersion 0), as
+   * new as the apiserver (`consistent`, unset), or not older than resourceVersion.
+   */
+  initial?: 'any' | 'consistent' | 'notOlderThan' | undefined;
+  /** After the initial state, a BOOKMARK annotated k8s.io/initial-events-end (watch-list). */
+  initialEventsEnd: boolean;
   allowBookmarks: boolean;
   timeoutSeconds: number | undefined;
 }
@@ -22,16 +34,50 @@ const BOOKMARK_EVERY_MS = 60_000;
 const BOOKMARK_BEFORE_DEADLINE_MS = 2_000;
 const MIN_REQUEST_TIMEOUT_S = 1800;
 
-/** 'forward' when the window no longer holds the client's resourceVersion: the apiserver may. */
-export function serveWatch(r: CachedResource, plan: WatchPlan, res: DownstreamResponse, requestId?: string): 'forward' | Promise<number> {
-  const backlog = r.store.events.since(plan.resourceVersion);
+/**
+ * 'forward' when the cache cannot start this watch exactly: the window no longer holds the client's
+ * resourceVersion, or the state could not be proven fresh in time (the apiserver may do either).
+ */
+export async function serveWatch(
+  r: CachedResource,
+  plan: WatchPlan,
+  res: DownstreamResponse,
+  arrivedAt: bigint,
+  observer: ConsistentReadObserver,
+  requestId?: string,
+): Promise<'forward' | { done: Promise<number> }> {
+  if (plan.initial === 'consistent') {
+    let rv: number;
+    try {
+      rv = await r.probe.current(arrivedAt);
+    } catch {
+      return 'forward';
+    }
+    if (r.store.resourceVersion < rv && !(await r.store.waitUntilFresh(rv, CONSISTENT_WAIT_MS))) {
+      observer.consistentRead(r.name, 'forwarded', 0);
+      return 'forward';
+    }
+    observer.consistentRead(r.name, 'verified', 0);
+  } else if (plan.initial === 'notOlderThan' && r.store.resourceVersion < plan.resourceVersion) {
+    if (!(await r.store.waitUntilFresh(plan.resourceVersion, FRESHNESS_WAIT_MS))) return 'forward';
+  }
+  // From here to registration nothing awaits: the state read and the live events join exactly.
+  let initial: CachedObject[] = [];
+  let from = plan.resourceVersion;
+  if (plan.initial) {
+    initial = listLive(r.store, { namespace: plan.namespace, labels: plan.labels, fields: plan.fields, limit: 0 }).items;
+    from = r.store.resourceVersion;
+  }
+  const backlog = plan.initial ? [] : r.store.events.since(from);
   if (!backlog) return 'forward';
   const headers: Record<string, string> = { 'content-type': 'application/json', 'cache-control': 'no-cache, private' };
   if (requestId) headers['audit-id'] = requestId;
   res.writeHead(200, headers);
   res.flushHeaders?.();
 
-  const watcher = new CacheWatcher(r, plan, res);
+  const watcher = new CacheWatcher(r, { ...plan, resourceVersion: from }, res);
+  for (const o of initial) watcher.push(addedLine(r, o));
+  if (plan.initial && plan.initialEventsEnd) watcher.push(initialEventsEndLine(r, from));
   for (const e of backlog) watcher.offer(e);
   const unlisten = r.store.listen({
     event: (e) => watcher.offer(e),
@@ -46,9 +92,12 @@ export function serveWatch(r: CachedResource, plan: WatchPlan, res: DownstreamRe
     timers.push(setInterval(() => watcher.bookmark(), BOOKMARK_EVERY_MS));
     if (timeoutMs > BOOKMARK_BEFORE_DEADLINE_MS) timers.push(setTimeout(() => watcher.bookmark(), timeoutMs - BOOKMARK_BEFORE_DEADLINE_MS));
   }
-  return watcher.done.then(() => {
-    unlisten();
-    for (const t of timers) clearTimeout(t);
-    return 200;
-  });
+  // Wrapped, so awaiting the start does not wait for the end.
+  return {
+    done: watcher.done.then((): number => {
+      unlisten();
+      for (const t of timers) clearTimeout(t);
+      return 200;
+    }),
+  };
 }

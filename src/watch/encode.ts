@@ -53,3 +53,16 @@ export function bookmarkLine(r: CachedResource, resourceVersion: number): Buffer
     `{"type":"BOOKMARK","object":{"kind":${JSON.stringify(r.info.kind)},"apiVersion":${JSON.stringify(apiVersion)},"metadata":{"resourceVersion":"${resourceVersion}"}}}\n`,
   );
 }
+
+/** A synthetic ADDED for an object of the initial state (watch from resourceVersion 0, watch-list). */
+export function addedLine(r: CachedResource, o: CachedObject): Buffer {
+  return frame('ADDED', objectBytes(r, o));
+}
+
+/** The bookmark that ends a watch-list's initial events (metav1.InitialEventsAnnotationKey). */
+export function initialEventsEndLine(r: CachedResource, resourceVersion: number): Buffer {
+  const apiVersion = r.info.group === '' ? r.info.version : `${r.info.group}/${r.info.version}`;
+  return Buffer.from(
+    `{"type":"BOOKMARK","object":{"kind":${JSON.stringify(r.info.kind)},"apiVersion":${JSON.stringify(apiVersion)},"metadata":{"resourceVersion":"${resourceVersion}","annotations":{"k8s.io/initial-events-end":"true"}}}}\n`,
+  );
+}

@@ -73,6 +73,11 @@ export class CacheWatcher {
     this.#send(eventLine(this.#r, e, type));
   }
 
+  /** Queues a line as it is (the initial state, its end bookmark). */
+  push(line: Buffer): void {
+    if (!this.#closed) this.#send(line);
+  }
+
   /** A BOOKMARK at the store's resourceVersion: every event up to it has been queued already. */
   bookmark(): void {
     if (this.#closed) return;

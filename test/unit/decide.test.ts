@@ -9,7 +9,7 @@ import { parseFieldSelector } from '../../src/selectors/fields.ts';
 import { parseLabelSelector } from '../../src/selectors/labels.ts';
 
 const CACHED = { cached: true, synced: true, namespaced: true, consistentReads: 'verify' as const };
-type State = { cached: boolean; synced: boolean; namespaced: boolean; consistentReads: 'verify' | 'cache' | 'forward'; selection?: Selection };
+type State = { cached: boolean; synced: boolean; namespaced: boolean; consistentReads: 'verify' | 'cache' | 'forward'; selection?: Selection; watchList?: boolean };
 const NODE_LOCAL = {
   ...CACHED,
   selection: { labels: parseLabelSelector(''), fields: parseFieldSelector('spec.nodeName=n1'), labelSelector: '', fieldSelector: 'spec.nodeName=n1' },
@@ -111,13 +111,20 @@ test('watches: from a resourceVersion in the cache, the rest upstream', () => {
       { info: parseRequestInfo('GET', url), query: new URLSearchParams(q === -1 ? '' : url.slice(q + 1)), accept: undefined, userAgent: undefined, impersonating: false },
       state,
     );
-    return d.source === 'cache' ? `cache:${d.plan.resourceVersion}` : `upstream:${d.reason}`;
+    if (d.source !== 'cache') return `upstream:${d.reason}`;
+    return `cache:${d.plan.initial ?? d.plan.resourceVersion}${d.plan.initialEventsEnd ? '+end' : ''}`;
   };
   assert.equal(w('/api/v1/namespaces/a/pods?watch=true&resourceVersion=12'), 'cache:12');
   assert.equal(w('/api/v1/watch/namespaces/a/pods?resourceVersion=12&allowWatchBookmarks=true&timeoutSeconds=30'), 'cache:12');
-  assert.equal(w('/api/v1/namespaces/a/pods?watch=true&resourceVersion=0'), 'upstream:watch-initial-state');
-  assert.equal(w('/api/v1/namespaces/a/pods?watch=true'), 'upstream:watch-initial-state');
-  assert.equal(w('/api/v1/namespaces/a/pods?watch=true&resourceVersion=12&sendInitialEvents=true&resourceVersionMatch=NotOlderThan'), 'upstream:parameter');
+  // Watch-list, explicit or (with an upstream that does it) defaulted for resourceVersion 0 and unset.
+  assert.equal(w('/api/v1/namespaces/a/pods?watch=true&resourceVersion=0'), 'cache:any');
+  assert.equal(w('/api/v1/namespaces/a/pods?watch=true&resourceVersion=0&allowWatchBookmarks=true', { ...CACHED, watchList: true }), 'cache:any+end');
+  assert.equal(w('/api/v1/namespaces/a/pods?watch=true&allowWatchBookmarks=true', { ...CACHED, watchList: true }), 'cache:consistent+end');
+  assert.equal(w('/api/v1/namespaces/a/pods?watch=true&allowWatchBookmarks=true'), 'cache:any');
+  assert.equal(w('/api/v1/namespaces/a/pods?watch=true&resourceVersion=12&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true'), 'cache:notOlderThan+end');
+  assert.equal(w('/api/v1/namespaces/a/pods?watch=true&sendInitialEvents=true&allowWatchBookmarks=true'), 'upstream:invalid');
+  assert.equal(w('/api/v1/namespaces/a/pods?watch=true&resourceVersionMatch=NotOlderThan'), 'upstream:invalid');
+  assert.equal(w('/api/v1/namespaces/a/pods?watch=true&sendInitialEvents=false&resourceVersionMatch=NotOlderThan'), 'upstream:watch-initial-state');
   assert.equal(w('/api/v1/namespaces/a/pods?watch=true&resourceVersion=12&timeoutSeconds=x'), 'upstream:invalid');
   assert.equal(w('/api/v1/pods?watch=true&resourceVersion=12', NODE_LOCAL), 'upstream:outside-selection');
   assert.equal(w('/api/v1/pods?watch=true&resourceVersion=12&fieldSelector=spec.nodeName%3Dn1', NODE_LOCAL), 'cache:12');
