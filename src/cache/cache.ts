@@ -7,6 +7,7 @@ import type { UpstreamPools } from '../upstream/pools.ts';
 import { Backoff } from '../reflector/backoff.ts';
 import type { ConsistentReads } from '../serve/decide.ts';
 import { ConsistencyProbe } from './consistency.ts';
+import { WatcherRegistry } from '../watch/registry.ts';
 import type { Selection } from './selection.ts';
 import { parseFieldSelector } from '../selectors/fields.ts';
 import { parseLabelSelector } from '../selectors/labels.ts';
@@ -27,6 +28,7 @@ export interface CachedResource {
   probe: ConsistencyProbe;
   consistentReads: ConsistentReads;
   selection?: Selection | undefined;
+  watchers: WatcherRegistry;
 }
 
 /** Per resource (by the name --cache resolves to): an upstream selector and extra field indexes. */
@@ -120,6 +122,7 @@ export class Cache {
         watchRestarted: (reason) => this.#metrics.watchRestarted(name, reason),
       },
     });
+    const watchers = new WatcherRegistry(store);
     this.#byGroupResource.set(`${info.group}/${info.resource}`, {
       name,
       info,
@@ -128,8 +131,9 @@ export class Cache {
       probe: new ConsistencyProbe(this.#pools, info),
       consistentReads: this.#consistentReads(name),
       selection,
+      watchers,
     });
-    this.#metrics.observe(name, store);
+    this.#metrics.observe(name, store, watchers);
     reflector.start();
   }
 

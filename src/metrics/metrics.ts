@@ -109,6 +109,7 @@ export function metricVerb(verb: string, method: string, contentType: string | u
 /** Per cached resource: what the store holds and how its reflector fares. */
 export class CacheMetrics {
   readonly #stores = new Map<string, Store>();
+  readonly #watchers = new Map<string, { readonly size: number }>();
   readonly #relists: Counter<'resource'>;
   readonly #restarts: Counter<'resource' | 'reason'>;
   readonly #listSeconds: Histogram<'resource'>;
@@ -144,6 +145,16 @@ export class CacheMetrics {
         for (const [resource, store] of stores) this.set({ resource }, store.resourceVersion);
       },
     });
+    const watchers = this.#watchers;
+    new Gauge({
+      name: 'levee_watchers',
+      help: 'Client watches served from the cache now, by resource.',
+      labelNames: ['resource'],
+      registers: [registry],
+      collect() {
+        for (const [resource, w] of watchers) this.set({ resource }, w.size);
+      },
+    });
     this.#relists = new Counter({ name: 'levee_reflector_lists_total', help: 'Full lists made by reflectors (initial and relists).', labelNames: ['resource'], registers: [registry] });
     this.#restarts = new Counter({ name: 'levee_reflector_watch_restarts_total', help: 'Reflector watch restarts, by reason (expired window, error).', labelNames: ['resource', 'reason'], registers: [registry] });
     this.#consistentReads = new Counter({
@@ -174,8 +185,9 @@ export class CacheMetrics {
     if (result !== 'cache-policy') this.#consistentWait.observe({ resource }, waitSeconds);
   }
 
-  observe(resource: string, store: Store): void {
+  observe(resource: string, store: Store, watchers?: { readonly size: number }): void {
     this.#stores.set(resource, store);
+    if (watchers) this.#watchers.set(resource, watchers);
   }
 
   relisted(resource: string, _objects: number, _bytes: number, seconds: number): void {

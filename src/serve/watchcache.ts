@@ -79,12 +79,7 @@ export async function serveWatch(
   for (const o of initial) watcher.push(addedLine(r, o));
   if (plan.initial && plan.initialEventsEnd) watcher.push(initialEventsEndLine(r, from));
   for (const e of backlog) watcher.offer(e);
-  const unlisten = r.store.listen({
-    event: (e) => watcher.offer(e),
-    // A relist broke the history this watch continues; the client re-watches and learns.
-    replaced: () => watcher.close(),
-    progressed: () => undefined,
-  });
+  const registration = r.watchers.add(watcher, plan.namespace, (field) => (plan.fields.empty ? undefined : plan.fields.exact(field)));
 
   const timeoutMs = (plan.timeoutSeconds ?? MIN_REQUEST_TIMEOUT_S * (1 + Math.random())) * 1000;
   const timers: NodeJS.Timeout[] = [setTimeout(() => watcher.close(), timeoutMs)];
@@ -95,7 +90,7 @@ export async function serveWatch(
   // Wrapped, so awaiting the start does not wait for the end.
   return {
     done: watcher.done.then((): number => {
-      unlisten();
+      registration.remove();
       for (const t of timers) clearTimeout(t);
       return 200;
     }),

@@ -56,7 +56,7 @@ before(async () => {
   for (let i = 0; i < 5; i++) {
     await send('POST', `${env.server}/api/v1/namespaces/${ns}/configmaps`, agent, env.tokens.admin, { metadata: { name: `cm-${i}`, labels: { app: i % 2 ? 'a' : 'b' } }, data: { v: '0' } });
   }
-  levee = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra: ['--cache', 'configmaps'] });
+  levee = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra: ['--cache', 'configmaps,pods'] });
   for (let i = 0; i < 200 && (await get(`${levee.url.origin}/readyz`, agent)).status !== 200; i++) await new Promise((r) => setTimeout(r, 100));
 });
 
@@ -166,4 +166,37 @@ test('watches that begin with the current state: watch-list and resourceVersion 
   }
   const metrics = (await get(`${levee.url.origin}/metrics`, agent)).body;
   assert.match(metrics, /levee_request_total\{verb="WATCH",group="",resource="configmaps",subresource="",source="cache",code="200"\} (\d+)/);
+});
+
+test('per-node pod watches see a pod arrive on their node when it is bound, and leave when deleted', async () => {
+  const rv = (JSON.parse((await get(`${env.server}/api/v1/namespaces/${ns}/pods?limit=1`, agent, env.tokens.admin)).body) as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
+  const paths = ['node-1', 'node-2', ''].map((n) => `/api/v1/pods?watch=true&resourceVersion=${rv}&fieldSelector=spec.nodeName%3D${n}`);
+  const pairs = paths.map((p) => ({ path: p, direct: watch(env.server, p), viaLevee: watch(levee.url.origin, p) }));
+  await new Promise((r) => setTimeout(r, 300));
+  const pods = `${env.server}/api/v1/namespaces/${ns}/pods`;
+  for (const name of ['unbound-1', 'unbound-2']) {
+    assert.equal((await send('POST', pods, agent, env.tokens.admin, { metadata: { name }, spec: { containers: [{ name: 'c', image: 'registry.example/app:1' }] } })).status, 201);
+  }
+  // Binding sets spec.nodeName: the pod enters node-1's watches and leaves the unscheduled one.
+  const bind = await send('POST', `${pods}/unbound-1/binding`, agent, env.tokens.admin, { apiVersion: 'v1', kind: 'Binding', metadata: { name: 'unbound-1' }, target: { apiVersion: 'v1', kind: 'Node', name: 'node-1' } });
+  assert.equal(bind.status, 201, bind.body);
+  await send('DELETE', `${pods}/unbound-1`, agent, env.tokens.admin);
+  await send('DELETE', `${pods}/unbound-2`, agent, env.tokens.admin);
+  // Without a kubelet a bound pod's deletion stays graceful: node-1 sees it arrive, then marked.
+  await settle(() => pairs[0]!.direct.events.length >= 2 && pairs[2]!.direct.events.length >= 5);
+  for (const p of pairs) await settle(() => p.viaLevee.events.length >= p.direct.events.length, 3000);
+  await new Promise((r) => setTimeout(r, 300));
+  for (const p of pairs) {
+    p.direct.stop();
+    p.viaLevee.stop();
+    assert.deepEqual(p.viaLevee.events, p.direct.events, `events differ for ${p.path}`);
+  }
+  assert.deepEqual(pairs[0]!.direct.events.map((e) => e.type), ['ADDED', 'MODIFIED']);
+  assert.deepEqual(pairs[1]!.direct.events.map((e) => e.type), []);
+  // The unscheduled watch: both arrive, then the bound one leaves it (DELETED at the binding).
+  assert.deepEqual(pairs[2]!.direct.events.slice(0, 3).map((e) => [e.type, e.object.metadata.name]), [
+    ['ADDED', 'unbound-1'],
+    ['ADDED', 'unbound-2'],
+    ['DELETED', 'unbound-1'],
+  ]);
 });
