@@ -75,7 +75,7 @@ export async function serveWatch(
   res.writeHead(200, headers);
   res.flushHeaders?.();
 
-  const watcher = new CacheWatcher(r, { ...plan, resourceVersion: from }, res);
+  const watcher = new CacheWatcher(r, { ...plan, resourceVersion: from }, res, plan.allowBookmarks);
   for (const o of initial) watcher.push(addedLine(r, o));
   if (plan.initial && plan.initialEventsEnd) watcher.push(initialEventsEndLine(r, from));
   for (const e of backlog) watcher.offer(e);

@@ -8,8 +8,11 @@ import { EventWindow, type StoreEvent } from './events.ts';
 export interface StoreListener {
   /** One event, after the store applied it. */
   event(e: StoreEvent): void;
-  /** The whole state was replaced (a relist): history before it is gone. */
-  replaced(resourceVersion: number): void;
+  /**
+   * The whole state was replaced (a relist): history before it is gone. `changes` are the
+   * differences from the previous state as events at the list's resourceVersion, in key order.
+   */
+  replaced(resourceVersion: number, changes: readonly StoreEvent[]): void;
   /** The store's resourceVersion moved without an event (a bookmark). */
   progressed(resourceVersion: number): void;
 }
@@ -95,6 +98,7 @@ export class Store {
 
   /** Replaces the whole state after a (re)list at `resourceVersion`. Older snapshots no longer describe a known history. */
   replace(objects: Iterable<CachedObject>, resourceVersion: number): void {
+    const before = this.#synced && this.#listeners.size > 0 ? this.#tree : undefined;
     this.#tree = newObjectTree();
     this.#labels.clear();
     for (const idx of this.#fields.values()) idx.clear();
@@ -105,7 +109,8 @@ export class Store {
     this.#snapshots = [{ resourceVersion, tree: this.#tree.clone(), takenAt: this.#now() }];
     this.events.reset(resourceVersion);
     this.#wake();
-    for (const l of this.#listeners) l.replaced(resourceVersion);
+    const changes = before ? diff(before, this.#tree, resourceVersion, this.#now()) : [];
+    for (const l of this.#listeners) l.replaced(resourceVersion, changes);
   }
 
   listen(l: StoreListener): () => void {
@@ -226,4 +231,31 @@ export class Store {
     }
     if (drop > 0) this.#snapshots = this.#snapshots.slice(drop);
   }
+}
+
+/** What changed between two states, as events at `resourceVersion`, in key order. */
+function diff(before: Tree, after: Tree, resourceVersion: number, at: number): StoreEvent[] {
+  const out: StoreEvent[] = [];
+  const a = before.values();
+  const b = after.values();
+  const next = (it: Iterator<CachedObject>): CachedObject | undefined => {
+    const r = it.next();
+    return r.done ? undefined : r.value;
+  };
+  let x = next(a);
+  let y = next(b);
+  while (x || y) {
+    if (x && (!y || x.key < y.key)) {
+      out.push({ type: 'DELETED', object: x, prev: x, resourceVersion, at });
+      x = next(a);
+    } else if (y && (!x || y.key < x.key)) {
+      out.push({ type: 'ADDED', object: y, prev: undefined, resourceVersion, at });
+      y = next(b);
+    } else if (x && y) {
+      if (x.resourceVersion !== y.resourceVersion) out.push({ type: 'MODIFIED', object: y, prev: x, resourceVersion, at });
+      x = next(a);
+      y = next(b);
+    }
+  }
+  return out;
 }

@@ -26,8 +26,13 @@ export function eventLine(r: CachedResource, event: StoreEvent, type: WatchEvent
   if (!line) {
     // An object that leaves a watcher's selection is sent as DELETED with its previous state at
     // the event's resourceVersion, as the apiserver's cacher does.
+    // So is an object a relist found gone, at the list's resourceVersion.
     const leaving = type === 'DELETED' && event.type !== 'DELETED';
-    const parts = leaving ? withResourceVersion(objectBytes(r, event.prev!), event.prev!, event.resourceVersion) : objectBytes(r, event.object);
+    const source = leaving ? event.prev! : event.object;
+    const parts =
+      type === 'DELETED' && source.resourceVersion !== event.resourceVersion
+        ? withResourceVersion(objectBytes(r, source), source, event.resourceVersion)
+        : objectBytes(r, source);
     line = frame(type, parts);
     byType.set(type, line);
   }

@@ -21,9 +21,12 @@ export class WatcherRegistry {
     for (const f of store.indexedFields) this.#byField.set(f, new Map());
     store.listen({
       event: (e) => this.#dispatch(e),
-      // A relist broke the history every watcher continues: they end, and their clients re-watch.
-      replaced: () => {
-        for (const w of this.#everyone()) w.close();
+      // A relist: the apiserver would end every watch and make each client relist. Levee
+      // delivers the differences between the old and the new state instead, then a bookmark at
+      // the list's resourceVersion for watchers that take bookmarks, and the watches carry on.
+      replaced: (_rv, changes) => {
+        for (const e of changes) this.#dispatch(e);
+        for (const w of this.#everyone()) w.bookmarkIfAllowed();
       },
       progressed: () => undefined,
     });

@@ -52,7 +52,10 @@ export class CacheWatcher {
   readonly #done: Promise<void>;
   #finish!: () => void;
 
-  constructor(r: CachedResource, filter: WatchFilter, res: DownstreamResponse) {
+  readonly #bookmarks: boolean;
+
+  constructor(r: CachedResource, filter: WatchFilter, res: DownstreamResponse, bookmarks = false) {
+    this.#bookmarks = bookmarks;
     this.#r = r;
     this.#f = filter;
     this.#res = res;
@@ -83,6 +86,10 @@ export class CacheWatcher {
     if (this.#closed) return;
     const rv = Math.max(this.#sentRV, this.#r.store.resourceVersion);
     this.#send(bookmarkLine(this.#r, rv));
+  }
+
+  bookmarkIfAllowed(): void {
+    if (this.#bookmarks) this.bookmark();
   }
 
   /** Ends the watch cleanly; the client re-watches from the last resourceVersion it received. */

@@ -6,7 +6,7 @@
 // so only a fresh list takes them out of the cache.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Agent } from 'undici';
+import { request, type Agent } from 'undici';
 import { loadEnv, startApiserver, stopApiserver, type TestEnv } from '../env/testenv.ts';
 import { startLevee, type LeveeProcess } from '../support/levee.ts';
 import { agentFor, get, send, suffix } from '../support/http.ts';
@@ -124,6 +124,32 @@ test('after a lost watch window (410) Levee relists and its cache equals the api
   assert.deepEqual(summary(seeded.list.items), summary(initial.items));
   assert.equal(seeded.list.items.filter((i) => i.metadata.name.startsWith('stale-')).length, STALE);
 
+  // A client watch held through Levee across everything below: the relist must not end it.
+  const watchEvents: Array<{ type: string; object: { metadata: { name: string; resourceVersion: string } } }> = [];
+  let watchEnded = false;
+  const watchAbort = new AbortController();
+  const watchDone = (async () => {
+    const res = await request(`${levee.url.origin}${path}?watch=true&allowWatchBookmarks=true&resourceVersion=${initial.metadata.resourceVersion}`, {
+      dispatcher: agent,
+      headers: { authorization: `Bearer ${env.tokens.admin}` },
+      signal: watchAbort.signal,
+    });
+    let buf = '';
+    try {
+      for await (const chunk of res.body) {
+        buf += (chunk as Buffer).toString();
+        let nl;
+        while ((nl = buf.indexOf('\n')) !== -1) {
+          watchEvents.push(JSON.parse(buf.slice(0, nl)) as (typeof watchEvents)[number]);
+          buf = buf.slice(nl + 1);
+        }
+      }
+      watchEnded = true;
+    } catch {
+      // aborted at the end of the test
+    }
+  })();
+
   const before = await observe();
   let restartedAt = 0;
   let oldRV: number | undefined;
@@ -231,4 +257,20 @@ test('after a lost watch window (410) Levee relists and its cache equals the api
     const r = await get(`${levee.url.origin}${path}/stale-${i}?resourceVersion=0`, agent, env.tokens.admin, { 'user-agent': 'levee-test' });
     assert.equal(r.status, 404, `stale-${i} is still in the cache: ${r.body.slice(0, 200)}`);
   }
+
+  // The watch carried on through the relist: the differences arrived as events (the stale objects
+  // as DELETED), and the events applied to the first list give the apiserver's state.
+  await new Promise((r) => setTimeout(r, 500));
+  watchAbort.abort();
+  await watchDone;
+  assert.equal(watchEnded, false, 'the relist ended the client watch');
+  const state = new Map(initial.items.map((i) => [i.metadata.name, i.metadata.resourceVersion]));
+  for (const e of watchEvents) {
+    if (e.type === 'ADDED' || e.type === 'MODIFIED') state.set(e.object.metadata.name, e.object.metadata.resourceVersion);
+    if (e.type === 'DELETED') state.delete(e.object.metadata.name);
+  }
+  const finalDirect = (await listDirect()).items.map((i) => `${i.metadata.name}@${i.metadata.resourceVersion}`).sort();
+  assert.deepEqual([...state].map(([n, rv]) => `${n}@${rv}`).sort(), finalDirect);
+  for (let i = 0; i < STALE; i++) assert.equal(watchEvents.some((e) => e.type === 'DELETED' && e.object.metadata.name === `stale-${i}`), true);
+  console.log(`client watch through the relist: ${watchEvents.length} events (${watchEvents.filter((e) => e.type === 'BOOKMARK').length} bookmarks), still open`);
 });
