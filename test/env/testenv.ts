@@ -46,6 +46,8 @@ export interface TestEnv {
   caFile: string;
   kubeconfig: string;
   kubectl: string;
+  /** A client-go informer program (testenv/cmd/informer). */
+  informer: string;
   etcd: string;
   tokens: Record<TokenUser, string>;
   clientCerts: Record<CertUser, CertPair>;
@@ -277,6 +279,7 @@ async function upLocked(): Promise<TestEnv> {
     caFile,
     kubeconfig: KUBECONFIG,
     kubectl: bins.kubectl,
+    informer: bins.informer,
     etcd: etcdUrl,
     tokens,
     clientCerts: { admin: pki('admin'), alice: pki('alice'), bob: pki('bob') },
@@ -328,6 +331,7 @@ const GO_PACKAGES = {
   kubectl: 'k8s.io/kubernetes/cmd/kubectl',
   etcd: './cmd/etcd',
   pki: './cmd/pki',
+  informer: './cmd/informer',
 } as const;
 type Binary = keyof typeof GO_PACKAGES;
 
@@ -337,6 +341,7 @@ interface Binaries {
   kubectl: string;
   etcd: string;
   pki: string;
+  informer: string;
 }
 
 function moduleVersion(): string {
@@ -385,7 +390,7 @@ async function ensureBinaries(): Promise<Binaries> {
   // Prebuilt binaries (the controller-runtime envtest layout) win over building.
   const assets = process.env.KUBEBUILDER_ASSETS;
   const prebuilt = (name: Binary): string | undefined => {
-    if (!assets || name === 'pki') return undefined;
+    if (!assets || name === 'pki' || name === 'informer') return undefined;
     const p = path.join(assets, name);
     if (fs.existsSync(p)) return p;
     if (name !== 'kubectl') throw new Error(`KUBEBUILDER_ASSETS=${assets} has no ${name}`);
@@ -408,7 +413,7 @@ async function ensureBinaries(): Promise<Binaries> {
     fs.writeFileSync(stamp, hash);
   }
   const apiserverVersion = assets ? await reportedVersion(paths['kube-apiserver']) : version;
-  return { version: apiserverVersion, kubeApiserver: paths['kube-apiserver'], kubectl: paths.kubectl, etcd: paths.etcd, pki: paths.pki };
+  return { version: apiserverVersion, kubeApiserver: paths['kube-apiserver'], kubectl: paths.kubectl, etcd: paths.etcd, pki: paths.pki, informer: paths.informer };
 }
 
 async function goBuild(name: Binary, version: string, out: string): Promise<void> {
