@@ -272,5 +272,14 @@ test('after a lost watch window (410) Levee relists and its cache equals the api
   const finalDirect = (await listDirect()).items.map((i) => `${i.metadata.name}@${i.metadata.resourceVersion}`).sort();
   assert.deepEqual([...state].map(([n, rv]) => `${n}@${rv}`).sort(), finalDirect);
   for (let i = 0; i < STALE; i++) assert.equal(watchEvents.some((e) => e.type === 'DELETED' && e.object.metadata.name === `stale-${i}`), true);
+  // Per object, events keep their order and none comes twice: resourceVersions strictly increase.
+  const rvByName = new Map<string, number>();
+  for (const e of watchEvents) {
+    if (e.type === 'BOOKMARK') continue;
+    const rv = Number(e.object.metadata.resourceVersion);
+    const prev = rvByName.get(e.object.metadata.name);
+    assert.equal(prev === undefined || rv > prev, true, `${e.type} ${e.object.metadata.name}@${rv} after @${prev}`);
+    rvByName.set(e.object.metadata.name, rv);
+  }
   console.log(`client watch through the relist: ${watchEvents.length} events (${watchEvents.filter((e) => e.type === 'BOOKMARK').length} bookmarks), still open`);
 });
