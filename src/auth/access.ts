@@ -30,6 +30,7 @@ const DEFAULT_DENIED_TTL_MS = 2_000;
 export class AccessReviewer {
   readonly #pools: UpstreamPools;
   readonly #decisions: LRUCache<string, boolean>;
+  readonly #inflight = new Map<string, Promise<boolean>>();
   readonly #allowedTtl: number;
   readonly #deniedTtl: number;
 
@@ -50,14 +51,21 @@ export class AccessReviewer {
     const key = `${who}\u0000${attrs.verb}\u0000${attrs.group}\u0000${attrs.resource}\u0000${attrs.namespace}\u0000${attrs.name}`;
     const cached = this.#decisions.get(key);
     if (cached !== undefined) return cached;
-    let allowed: boolean;
-    try {
-      allowed = await this.#review(authorization, attrs);
-    } catch {
-      return false;
+    // Identical reviews asked at once share one: 10,000 agents opening the same watch together
+    // made 10,000 reviews and as many upstream connections before any decision was cached.
+    let pending = this.#inflight.get(key);
+    if (!pending) {
+      pending = this.#review(authorization, attrs).then(
+        (allowed) => {
+          this.#decisions.set(key, allowed, { ttl: allowed ? this.#allowedTtl : this.#deniedTtl });
+          return allowed;
+        },
+        () => false,
+      );
+      this.#inflight.set(key, pending);
+      void pending.finally(() => this.#inflight.delete(key));
     }
-    this.#decisions.set(key, allowed, { ttl: allowed ? this.#allowedTtl : this.#deniedTtl });
-    return allowed;
+    return pending;
   }
 
   /**
