@@ -119,8 +119,10 @@ test('@kubernetes/client-node works through Levee', async () => {
 test('metrics count forwarded requests by verb, resource and code', async () => {
   const r = await get(`${levee.url.origin}/metrics`, agent);
   assert.equal(r.status, 200);
-  assert.match(r.body, /levee_request_total\{verb="LIST",group="",resource="configmaps",subresource="",source="upstream",code="200"\} [1-9]/);
+  assert.match(r.body, /levee_request_total\{verb="LIST",group="",resource="configmaps",subresource="",source="(cache|upstream)",code="200"\} [1-9]/);
   assert.match(r.body, /levee_request_total\{verb="WATCH",group="",resource="configmaps",subresource="",source="(cache|upstream)",code="200"\} [1-9]/);
+  // Writes are always forwarded.
+  assert.match(r.body, /levee_request_total\{verb="POST",group="",resource="configmaps",subresource="",source="upstream",code="201"\} [1-9]/);
   assert.match(r.body, /levee_request_duration_seconds_count\{verb="GET",group="",resource="namespaces"/);
   assert.match(r.body, /process_resident_memory_bytes/);
 });
