@@ -3,9 +3,11 @@
 // updates. Measured for each target:
 //   - delivery latency: the updater stamps each PATCH with its send time (an annotation), and a
 //     watcher subtracts it from the arrival time of the event; updater and watchers are this one
-//     process, so the clocks agree;
-//   - memory per watcher: the serving process's RSS with N idle watches minus its RSS without;
-//   - CPU of Levee, the apiserver and etcd (from /proc) during the update phase;
+//     process, so the clocks agree. One more watch, always on the apiserver directly, sees every
+//     update in both phases: its arrival time splits each delivery into what the apiserver took
+//     (the same for both targets) and what the path to the watcher added;
+//   - memory per watcher: the serving process's RSS (and heap) with N idle watches minus without;
+//   - CPU of Levee, the apiserver, etcd and the whole machine (from /proc) during the updates;
 //   - upstream watches: apiserver_longrunning_requests{verb="WATCH",resource="pods"} sampled
 //     before the run, with N direct watches, with Levee idle and with N watches through Levee.
 //
@@ -24,6 +26,10 @@
 //   npm run bench:watch -- --full               # 10,000 watchers, 1,000 nodes, 100 updates/s, 60 s
 //   npm run bench:watch -- --watchers 2000 --nodes 200 --rate 50 --seconds 30
 //   npm run bench:watch -- --render             # redraw watch.md and watch.svg from watch.json
+//   npm run bench:watch -- --cleanup            # delete the generated pods and nodes afterwards
+//
+// The generated cluster stays in the test environment for the next run unless --cleanup is given.
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { resolve } from 'node:path';
@@ -34,13 +40,13 @@ import { Agent, request } from 'undici';
 import { loadEnv } from '../test/env/testenv.ts';
 import { startLevee, type LeveeProcess } from '../test/support/levee.ts';
 import { call, must } from './lib/client.ts';
-import { CLUSTER_LABEL, clusterId, ensureCluster, type ClusterSize, type Generation, type Layout } from './lib/pods.ts';
+import { CLUSTER_LABEL, clusterId, ensureCluster, removeCluster, type ClusterSize, type Generation, type Layout } from './lib/pods.ts';
 import { metric, parseMetrics, type Sample } from './lib/prom.ts';
 import type { Summary } from './lib/stats.ts';
 import { WatchFanout } from './lib/watchclient.ts';
 import { runLoad, type UpdatePod } from './lib/watchload.ts';
 import { CpuWindow, cpuSeconds, machineCpuSeconds, openFiles, rssBytes, testenvPids } from './lib/watchproc.ts';
-import { markdown, svg, table, TARGET_NAMES, type PhaseResult, type TargetKey, type WatchReport, type WatchResults } from './lib/watchreport.ts';
+import { markdown, others, svg, table, TARGET_NAMES, type PhaseResult, type TargetKey, type WatchReport, type WatchResults } from './lib/watchreport.ts';
 
 const { values: flags } = parseArgs({
   options: {
@@ -56,6 +62,7 @@ const { values: flags } = parseArgs({
     'streams-per-session': { type: 'string', default: '100' },
     'max-in-flight': { type: 'string', default: '64' },
     render: { type: 'boolean', default: false },
+    cleanup: { type: 'boolean', default: false },
   },
 });
 
@@ -129,7 +136,11 @@ async function chooseCluster(): Promise<{ layout: Layout; generation: Generation
   }
   existing.sort((a, b) => a.pods - b.pods);
   const size = existing[0] ?? own;
-  return ensureCluster({ server: env.server, dispatcher: writer, token, size, concurrency: 32, log, etcd: env.etcd });
+  return ensureCluster(generateOptions(size));
+}
+
+function generateOptions(size: ClusterSize): Parameters<typeof ensureCluster>[0] {
+  return { server: env.server, dispatcher: writer, token, size, concurrency: 32, log, etcd: env.etcd };
 }
 
 const apiserverVersion = (JSON.parse((await must([200], agent, token, 'GET', `${env.server}/version`)).body) as { gitVersion: string }).gitVersion;
@@ -265,6 +276,16 @@ function runtimeDelta(before: RuntimeSample, after: RuntimeSample): PhaseResult[
     apiserverGcPauseSeconds: delta('go_gc_duration_seconds_sum', 'apiserver'),
     apiserverGcCycles: delta('go_gc_duration_seconds_count', 'apiserver'),
   };
+}
+
+/** The commit Levee ran from, marked when src/ had uncommitted changes: the code under test moves. */
+function leveeCommit(): string | null {
+  try {
+    const git = (...args: string[]): string => execFileSync('git', args, { cwd: resolve(import.meta.dirname, '..'), encoding: 'utf8' }).trim();
+    return `${git('rev-parse', '--short', 'HEAD')}${git('status', '--porcelain', '--', 'src') === '' ? '' : ' with uncommitted changes in src/'}`;
+  } catch {
+    return null;
+  }
 }
 
 async function currentResourceVersion(origin: string): Promise<string> {
@@ -405,7 +426,8 @@ async function fleet(
     let leveeWatches: PhaseResult['leveeWatches'] = null;
     if (t.levee) {
       const m = await leveeMetrics(t.levee);
-      const open = (source: string): number => metric(m, 'levee_longrunning_requests', { verb: 'watch', resource: 'pods', source }) ?? 0;
+      // Long-running requests on pods without a subresource are watches (logs, exec and the like have one).
+      const open = (source: string): number => metric(m, 'levee_longrunning_requests', { group: '', resource: 'pods', subresource: '', source }) ?? 0;
       leveeWatches = { cache: open('cache'), upstream: open('upstream') };
     }
 
@@ -595,6 +617,7 @@ const apiserverResult = await measure(
 // The direct watches are gone once the gauge is back where it was.
 const gaugeBeforeLevee = await podWatchGaugeBackTo(apiserverResult.podWatchGauge.before);
 
+const commit = leveeCommit();
 const levee = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra: ['--cache', 'pods'] });
 let report: WatchReport;
 try {
@@ -614,6 +637,7 @@ try {
   const a = apiserverResult;
   const l = leveeResult;
   const div = (x: number | null | undefined, y: number | null | undefined): number | null => (x === null || x === undefined || y === null || y === undefined || y === 0 ? null : x / y);
+  const divPositive = (x: number | null, y: number | null): number | null => (x === null || y === null || x <= 0 || y <= 0 ? null : x / y);
   const leveeIdle = l.podWatchGauge.before;
   const leveeWatchers = l.podWatchGauge.withWatchers;
   if (l.latency === null || a.latency === null) notes.push('A target delivered no measured events: see deliveries in watch.json.');
@@ -626,7 +650,7 @@ try {
   const aHeap = a.memory.heapPerWatcherBytes;
   if (aRss !== null && aHeap !== null && aHeap > 0 && aRss < aHeap / 4) {
     notes.push(
-      `The apiserver's RSS grew ${(aRss / 1024).toFixed(1)} KiB per watcher against ${(aHeap / 1024).toFixed(1)} KiB of Go heap and stacks: ` +
+      `The apiserver's RSS changed by ${(aRss / 1024).toFixed(1)} KiB per watcher against ${(aHeap / 1024).toFixed(1)} KiB of Go heap and stacks: ` +
         `a long-running Go process reuses memory it already holds (RSS ${((a.memory.rssNoneBytes ?? 0) / 1e6).toFixed(0)} MB before), so its RSS difference understates the cost; compare heaps.`,
     );
   }
@@ -636,6 +660,12 @@ try {
       `Levee's open files went ${lFiles.none} → ${lFiles.opened} → ${lFiles.idle ?? '?'} while its watches opened and idled: one upstream connection per concurrent ` +
         `access review (${l.accessReviews ?? '?'} reviews for ${WATCHERS} identical watches), closed again once idle; their memory stays in its RSS.`,
     );
+  }
+  for (const p of [a, l]) {
+    const o = others(p);
+    if (o !== null && o > 0.25) {
+      notes.push(`${TARGET_NAMES[p.target]}: other processes used ${(o * 100).toFixed(0)} % of a core during the update phase (a shared machine), which slows every process measured.`);
+    }
   }
   if (l.leveeWatches && l.leveeWatches.upstream > 0) notes.push(`${l.leveeWatches.upstream} watches through Levee were forwarded to the apiserver rather than served from the cache.`);
 
@@ -674,7 +704,7 @@ try {
       reused: generation.reused,
       generationSeconds: generation.seconds,
     },
-    levee: { flags: '--cache pods', readySeconds, rssSyncedBytes: rssSynced, cachedPods },
+    levee: { flags: '--cache pods', commit, readySeconds, rssSyncedBytes: rssSynced, cachedPods },
     order:
       'Order: sequential. First all watches on the apiserver directly, with Levee not running; then Levee is started and all watches go ' +
       'through it; the same pods, rate and duration each time. Not interleaved, because CPU and memory can be attributed to a target ' +
@@ -699,8 +729,9 @@ try {
     ratios: {
       latencyP50: div(a.latency?.p50Ms, l.latency?.p50Ms),
       latencyP99: div(a.latency?.p99Ms, l.latency?.p99Ms),
-      memoryPerWatcher: div(a.memory.rssPerWatcherBytes, l.memory.rssPerWatcherBytes),
-      heapPerWatcher: div(a.memory.heapPerWatcherBytes, l.memory.heapPerWatcherBytes),
+      // A memory difference at or below zero is noise (memory returned meanwhile), not a cost to compare.
+      memoryPerWatcher: divPositive(a.memory.rssPerWatcherBytes, l.memory.rssPerWatcherBytes),
+      heapPerWatcher: divPositive(a.memory.heapPerWatcherBytes, l.memory.heapPerWatcherBytes),
       apiserverCpu: div(a.cpu.cores['apiserver'], l.cpu.cores['apiserver']),
       apiserverVsApiserverPlusLevee: div(a.cpu.cores['apiserver'], (l.cpu.cores['apiserver'] ?? 0) + (l.cpu.cores['levee'] ?? 0)),
     },
@@ -712,11 +743,16 @@ try {
   }
 } finally {
   await levee.stop();
-  await agent.close();
-  await writer.close();
 }
 
 const all = readResults();
 all.runs[MODE] = report;
 writeResults(all, report);
 log(`wrote bench/results/watch.json, watch.md and watch.svg (${MODE})`);
+
+if (flags.cleanup) {
+  log(`deleting generated cluster ${cluster.id}`);
+  await removeCluster(generateOptions(cluster.size));
+}
+await agent.close();
+await writer.close();

@@ -132,7 +132,7 @@ export interface WatchReport {
     podsOnWatchedNodes: number;
   };
   cluster: { id: string; pods: number; nodes: number; podItems: number; podBytesPerItem: number; reused: boolean; generationSeconds: number };
-  levee: { flags: string; readySeconds: number; rssSyncedBytes: number; cachedPods: number | null };
+  levee: { flags: string; commit?: string | null; readySeconds: number; rssSyncedBytes: number; cachedPods: number | null };
   order: string;
   upstream: {
     method: string;
@@ -180,6 +180,14 @@ const mb = (x: number | null | undefined): string => (x === null || x === undefi
 const ratio = (x: number | null): string => (x === null || !Number.isFinite(x) ? '-' : `${x.toFixed(2)}×`);
 const pct = (x: number | null | undefined): string => (x === null || x === undefined ? '-' : `${(x * 100).toFixed(0)} %`);
 
+/** CPU of processes the benchmark does not measure: other users of a shared machine, the kernel. */
+export function others(p: PhaseResult): number | null {
+  const c = p.cpu.cores;
+  if (c['machine'] === null || c['machine'] === undefined) return null;
+  // Never below 0: per-process and machine-wide ticks are counted apart and differ by rounding.
+  return Math.max(0, c['machine'] - ['apiserver', 'levee', 'etcd', 'client'].reduce((a, k) => a + (c[k] ?? 0), 0));
+}
+
 export function table(r: WatchReport): string {
   const a = r.phases.apiserver;
   const l = r.phases.levee;
@@ -207,6 +215,7 @@ export function table(r: WatchReport): string {
     row('apiserver / Levee CPU with idle watchers, before updates', (p) => `${pct(p.idleCpu.cores['apiserver'])} / ${p.target === 'levee' ? pct(p.idleCpu.cores['levee']) : '-'}`),
     row('benchmark client CPU', (p) => pct(cpu(p, 'client'))),
     row(`whole machine CPU (of ${r.environment.cpus} cores) / stolen`, (p) => `${pct(cpu(p, 'machine'))} / ${pct(cpu(p, 'steal'))}`),
+    row('other processes on the machine (machine less the above)', (p) => pct(others(p))),
     row('client event-loop delay p99, ms', (p) => ms(p.eventLoopDelayMs.p99)),
     row('Levee event-loop delay p99 / max, ms', (p) => (p.target === 'levee' && p.runtime ? `${ms(p.runtime.leveeEventLoopP99Ms)} / ${ms(p.runtime.leveeEventLoopMaxMs)}` : '-')),
     row('Levee GC during updates (major / all), s', (p) => {
@@ -265,7 +274,7 @@ ${r.date}. Kubernetes ${e.apiserver}, Node ${e.node}, ${e.cpus} CPUs (${e.cpuMod
 client, etcd, apiserver and Levee share the CPUs. Cluster ${r.cluster.id}: ${r.cluster.podItems.toLocaleString('en')} pods
 (${(r.cluster.podBytesPerItem / 1024).toFixed(1)} KiB each), ${c.podsOnWatchedNodes.toLocaleString('en')} of them on the ${c.watchedNodesWithPods} watched nodes that have pods;
 ${c.watchersPerNode.min === c.watchersPerNode.max ? c.watchersPerNode.min : `${c.watchersPerNode.min}–${c.watchersPerNode.max}`} watchers per node.
-Levee ${r.levee.flags}, ready after ${r.levee.readySeconds.toFixed(1)} s with ${r.levee.cachedPods ?? '?'} pods cached (RSS ${mb(r.levee.rssSyncedBytes)} MB).
+Levee ${r.levee.commit ? `at ${r.levee.commit}, ` : ''}${r.levee.flags}, ready after ${r.levee.readySeconds.toFixed(1)} s with ${r.levee.cachedPods ?? '?'} pods cached (RSS ${mb(r.levee.rssSyncedBytes)} MB).
 Client: ${e.client}.
 
 ${r.order}
@@ -324,6 +333,7 @@ export function svg(all: WatchResults): string {
       { label: 'delivery latency p50 (ms)', values: values((p) => p.latency?.p50Ms) },
       { label: 'delivery latency p99 (ms)', values: values((p) => p.latency?.p99Ms) },
       { label: 'RSS per idle watcher (KiB)', values: values((p) => (p.memory.rssPerWatcherBytes === null ? null : p.memory.rssPerWatcherBytes / 1024)) },
+      { label: 'heap per idle watcher (KiB)', values: values((p) => (p.memory.heapPerWatcherBytes === null ? null : p.memory.heapPerWatcherBytes / 1024)) },
       { label: 'apiserver CPU (% of a core)', values: values((p) => (p.cpu.cores['apiserver'] ?? null) === null ? null : p.cpu.cores['apiserver']! * 100) },
       { label: 'Levee CPU (% of a core)', values: values((p) => (p.target === 'levee' && p.cpu.cores['levee'] != null ? p.cpu.cores['levee'] * 100 : null)) },
     ],
