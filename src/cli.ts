@@ -31,8 +31,19 @@ async function main(): Promise<number> {
   const gateway = await startGateway({
     upstream,
     listen: options.listen,
-    tls: options.tlsCertFile && options.tlsKeyFile ? { certFile: options.tlsCertFile, keyFile: options.tlsKeyFile } : undefined,
+    tls:
+      options.tlsCertFile && options.tlsKeyFile
+        ? { certFile: options.tlsCertFile, keyFile: options.tlsKeyFile, clientCAFile: options.clientCAFile }
+        : undefined,
     auth: options.auth,
+    security: {
+      anonymous: options.anonymous,
+      tokenCacheTtlMs: options.tokenCacheTtlMs,
+      tokenNegativeCacheTtlMs: options.tokenNegativeCacheTtlMs,
+      authorizationAllowedTtlMs: options.authorizationAllowedTtlMs,
+      authorizationDeniedTtlMs: options.authorizationDeniedTtlMs,
+      watchReauthorizeMs: options.watchReauthorizeMs,
+    },
     logger,
     cache: options.cache,
     consistentReads: options.consistentReads,

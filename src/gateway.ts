@@ -1,26 +1,50 @@
 // Wires one Levee: upstream pools, the request chain, the listener. The CLI and the tests start
 // Levee through here.
 import { Health } from './serve/health.ts';
-import { createHandlers, type AuthMode } from './serve/chain.ts';
+import { createHandlers } from './serve/chain.ts';
 import { isLoopback, listen, parseListenAddress, type Listener } from './serve/listener.ts';
 import { GatewayMetrics } from './metrics/metrics.ts';
 import type { Logger } from './log/logger.ts';
 import { UpstreamPools } from './upstream/pools.ts';
 import type { Upstream } from './upstream/credentials.ts';
-import { AccessReviewer } from './auth/access.ts';
+import type { AuthMode } from './auth/authenticate.ts';
+import { AccessGuard } from './auth/guard.ts';
+import { WatchReauthorizer } from './auth/watchrecheck.ts';
 import { Cache, type ConsistentReadPolicy, type ResourceOptions } from './cache/cache.ts';
 
 export interface GatewayConfig {
   upstream: Upstream;
   listen: string;
-  tls?: { certFile: string; keyFile: string } | undefined;
+  tls?: { certFile: string; keyFile: string; clientCAFile?: string | undefined } | undefined;
   auth: AuthMode;
+  security?: Partial<SecurityTuning> | undefined;
   logger: Logger;
   /** Resources to cache (kubectl-style names); empty caches nothing. */
   cache: string[];
   consistentReads?: ConsistentReadPolicy | undefined;
   resourceOptions?: Record<string, ResourceOptions> | undefined;
 }
+
+/** How long review answers are reused, and how often running watches are authorized again. */
+export interface SecurityTuning {
+  anonymous: boolean;
+  tokenCacheTtlMs: number;
+  tokenNegativeCacheTtlMs: number;
+  authorizationAllowedTtlMs: number;
+  authorizationDeniedTtlMs: number;
+  watchReauthorizeMs: number;
+}
+
+export const DEFAULT_SECURITY: SecurityTuning = {
+  anonymous: false,
+  tokenCacheTtlMs: 30_000,
+  tokenNegativeCacheTtlMs: 5_000,
+  // The apiserver's webhook authorizer keeps allowed for 5 minutes and denied for 30 s; Levee
+  // stays shorter so a revoked role stops cached reads within seconds.
+  authorizationAllowedTtlMs: 10_000,
+  authorizationDeniedTtlMs: 2_000,
+  watchReauthorizeMs: 60_000,
+};
 
 export interface Gateway {
   url: URL;
@@ -30,9 +54,10 @@ export interface Gateway {
 
 export async function startGateway(config: GatewayConfig): Promise<Gateway> {
   const { host, port } = parseListenAddress(config.listen);
-  if (config.auth === 'trust-loopback' && !isLoopback(host)) {
-    throw new Error(`--auth trust-loopback needs a loopback listener, not ${host}`);
+  if (config.auth !== 'delegate' && !isLoopback(host)) {
+    throw new Error(`--auth ${config.auth} needs a loopback listener, not ${host}`);
   }
+  const security = { ...DEFAULT_SECURITY, ...config.security };
   const pools = new UpstreamPools(config.upstream);
   const metrics = new GatewayMetrics();
   const health = new Health();
@@ -41,11 +66,20 @@ export async function startGateway(config: GatewayConfig): Promise<Gateway> {
     health.addReadyCheck('cache-synced', () => cache.synced);
     cache.start();
   }
-  const access = new AccessReviewer(pools);
-  const handlers = createHandlers({ pools, metrics, health, logger: config.logger, auth: config.auth, cache, access });
+  const guard = new AccessGuard(pools, {
+    mode: config.auth,
+    anonymous: security.anonymous,
+    acceptedTtlMs: security.tokenCacheTtlMs,
+    rejectedTtlMs: security.tokenNegativeCacheTtlMs,
+    allowedTtlMs: security.authorizationAllowedTtlMs,
+    deniedTtlMs: security.authorizationDeniedTtlMs,
+  });
+  metrics.observeReviews(guard);
+  const watchReauthorizer = new WatchReauthorizer(guard, security.watchReauthorizeMs);
+  const handlers = createHandlers({ pools, metrics, health, logger: config.logger, guard, cache, watchReauthorizer });
   let listener: Listener;
   try {
-    listener = await listen({ host, port, tls: config.tls }, handlers);
+    listener = await listen({ host, port, tls: config.tls, logger: config.logger }, handlers);
   } catch (err) {
     await cache?.stop();
     await pools.close();

@@ -32,6 +32,17 @@ export function newNotFound(gr: GroupResource, name: string): Status {
   return status(404, 'NotFound', `${qualifiedResource(gr)} "${name}" not found`, details(gr, name));
 }
 
+/** The apiserver's answer to a request no authenticator accepted (responsewriters.Unauthorized). */
+export function newUnauthorized(): Status {
+  return status(401, 'Unauthorized', 'Unauthorized');
+}
+
+/** errors.NewForbidden: `pods "x" is forbidden: <why>`, or without the name for collections. */
+export function newForbidden(gr: GroupResource, name: string, why: string): Status {
+  const what = name === '' ? qualifiedResource(gr) : `${qualifiedResource(gr)} "${name}"`;
+  return status(403, 'Forbidden', `${what} is forbidden: ${why}`, details(gr, name));
+}
+
 export function newBadRequest(message: string): Status {
   return status(400, 'BadRequest', message);
 }

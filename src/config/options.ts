@@ -2,7 +2,8 @@
 // cluster of the current kubeconfig on a loopback port.
 import { parseArgs } from 'node:util';
 import type { LevelWithSilent } from 'pino';
-import type { AuthMode } from '../serve/chain.ts';
+import type { AuthMode } from '../auth/authenticate.ts';
+import { parseDuration } from './duration.ts';
 import { DEFAULT_RESOURCES } from '../cache/resources.ts';
 import type { ConsistentReadPolicy, ResourceOptions } from '../cache/cache.ts';
 import { parseFieldSelector } from '../selectors/fields.ts';
@@ -16,7 +17,14 @@ export interface Options {
   listen: string;
   tlsCertFile?: string | undefined;
   tlsKeyFile?: string | undefined;
+  clientCAFile?: string | undefined;
   auth: AuthMode;
+  anonymous: boolean;
+  tokenCacheTtlMs: number;
+  tokenNegativeCacheTtlMs: number;
+  authorizationAllowedTtlMs: number;
+  authorizationDeniedTtlMs: number;
+  watchReauthorizeMs: number;
   logLevel: LevelWithSilent;
   cache: string[];
   consistentReads: ConsistentReadPolicy;
@@ -36,8 +44,24 @@ Options:
   --listen HOST:PORT         client listener (default: 127.0.0.1:8443)
   --tls-cert-file PATH       serving certificate (PEM); with --tls-private-key-file enables TLS (h2 and http/1.1)
   --tls-private-key-file PATH
-  --auth MODE                delegate (default): clients' credentials go upstream unchanged;
-                             trust-loopback: requests without credentials use Levee's identity (loopback only)
+  --client-ca-file PATH      CA bundle that verifies client certificates (CN is the user, O the groups);
+                             the serving certificate, key and this file are reloaded when they change
+  --auth MODE                delegate (default): clients authenticate (certificate or bearer token), every
+                             answer from the cache is authorized for them, forwarded requests carry their
+                             identity; trust-loopback: as delegate, but requests without credentials act as
+                             Levee itself (loopback listener only); none: no authentication or
+                             authorization at all (loopback listener only)
+  --anonymous-auth           accept requests without credentials as system:anonymous (default: 401)
+  --token-cache-ttl DURATION how long a TokenReview that accepted a token is reused (default: 30s)
+  --token-negative-cache-ttl DURATION
+                             how long a rejected token stays rejected (default: 5s)
+  --authorization-cache-allowed-ttl DURATION
+                             how long an allowed SubjectAccessReview is reused (default: 10s)
+  --authorization-cache-denied-ttl DURATION
+                             how long a denied one is reused (default: 2s)
+  --watch-reauthorize-interval DURATION
+                             how often a watch answered from the cache is authorized again, ended when
+                             access is gone; 0 never (default: 1m)
   --cache LIST               resources answered from memory, comma-separated as kubectl names them
                              (pods, endpointslices.discovery.k8s.io, apps/v1/deployments; "" for none)
                              (default: ${DEFAULT_RESOURCES.join(',')})
@@ -55,7 +79,7 @@ Options:
   -h, --help                 this text
 `;
 
-const AUTH_MODES: readonly AuthMode[] = ['delegate', 'trust-loopback'];
+const AUTH_MODES: readonly AuthMode[] = ['delegate', 'trust-loopback', 'none'];
 const LOG_LEVELS: readonly LevelWithSilent[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
 
 export class UsageError extends Error {}
@@ -73,7 +97,14 @@ export function parseOptions(argv: string[]): Options | 'help' {
         listen: { type: 'string', default: '127.0.0.1:8443' },
         'tls-cert-file': { type: 'string' },
         'tls-private-key-file': { type: 'string' },
+        'client-ca-file': { type: 'string' },
         auth: { type: 'string', default: 'delegate' },
+        'anonymous-auth': { type: 'boolean', default: false },
+        'token-cache-ttl': { type: 'string', default: '30s' },
+        'token-negative-cache-ttl': { type: 'string', default: '5s' },
+        'authorization-cache-allowed-ttl': { type: 'string', default: '10s' },
+        'authorization-cache-denied-ttl': { type: 'string', default: '2s' },
+        'watch-reauthorize-interval': { type: 'string', default: '1m' },
         'log-level': { type: 'string', default: 'info' },
         cache: { type: 'string', default: DEFAULT_RESOURCES.join(',') },
         'consistent-reads': { type: 'string', default: 'verify' },
@@ -96,6 +127,16 @@ export function parseOptions(argv: string[]): Options | 'help' {
   if (Boolean(values['tls-cert-file']) !== Boolean(values['tls-private-key-file'])) {
     throw new UsageError('--tls-cert-file and --tls-private-key-file go together');
   }
+  if (values['client-ca-file'] && !values['tls-cert-file']) {
+    throw new UsageError('--client-ca-file needs TLS: give --tls-cert-file and --tls-private-key-file');
+  }
+  const duration = (flag: string): number => {
+    try {
+      return parseDuration((values as unknown as Record<string, string>)[flag]!);
+    } catch (err) {
+      throw new UsageError(`--${flag}: ${(err as Error).message}`);
+    }
+  };
   return {
     kubeconfig: values.kubeconfig,
     context: values.context,
@@ -103,7 +144,14 @@ export function parseOptions(argv: string[]): Options | 'help' {
     listen: values.listen,
     tlsCertFile: values['tls-cert-file'],
     tlsKeyFile: values['tls-private-key-file'],
+    clientCAFile: values['client-ca-file'],
     auth: values.auth as AuthMode,
+    anonymous: values['anonymous-auth'],
+    tokenCacheTtlMs: duration('token-cache-ttl'),
+    tokenNegativeCacheTtlMs: duration('token-negative-cache-ttl'),
+    authorizationAllowedTtlMs: duration('authorization-cache-allowed-ttl'),
+    authorizationDeniedTtlMs: duration('authorization-cache-denied-ttl'),
+    watchReauthorizeMs: duration('watch-reauthorize-interval'),
     logLevel: values['log-level'] as LevelWithSilent,
     cache: values.cache.split(',').map((r) => r.trim()).filter((r) => r !== ''),
     consistentReads: parseConsistentReads(values['consistent-reads']),

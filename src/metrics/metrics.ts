@@ -61,6 +61,25 @@ export class GatewayMetrics {
     });
   }
 
+  /**
+   * Reviews sent upstream, read from the reviewers when scraped: how much authenticating and
+   * authorizing clients costs the apiserver (decisions answered from Levee's caches are not sent).
+   */
+  observeReviews(reviewers: { tokens: { sent: number }; access: { sent: number } }): void {
+    const counterOf = (name: string, help: string, read: () => number): void =>
+      void new Counter({
+        name,
+        help,
+        registers: [this.registry],
+        collect() {
+          this.reset();
+          this.inc(read());
+        },
+      });
+    counterOf('levee_token_reviews_total', 'TokenReviews sent upstream to authenticate bearer tokens.', () => reviewers.tokens.sent);
+    counterOf('levee_subject_access_reviews_total', 'SubjectAccessReviews sent upstream to authorize requests.', () => reviewers.access.sent);
+  }
+
   /** The labels for a request, with path-derived values bounded. */
   labels(verb: string, group: string, resource: string, subresource: string, source: Source): RequestLabels {
     return {

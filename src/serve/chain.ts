@@ -1,19 +1,23 @@
-// A request's life in Levee, in order: Levee's own endpoints, request info, the identity the
-// request travels upstream under, then the answer (today: always the upstream forwarder).
-// Authentication, authorization, flow control and the cache plug in here as further stages.
+// A request's life in Levee, in order: Levee's own endpoints, request info, authentication (a 401
+// for no acceptable credentials), then an answer from the cache (authorized first: a 403 exactly as
+// the apiserver's) or a forward under the identity the credential maps to upstream.
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { newInternalError } from '../api/status.ts';
+import { newInternalError, newUnauthorized } from '../api/status.ts';
 import type { Logger } from '../log/logger.ts';
 import { metricVerb, type GatewayMetrics, type Source } from '../metrics/metrics.ts';
-import type { Identity } from '../upstream/connector.ts';
 import type { DownstreamRequest, DownstreamResponse } from './downstream.ts';
 import { forward, UpstreamUnavailableError } from '../upstream/forward.ts';
 import type { UpstreamPools } from '../upstream/pools.ts';
-import { tunnelUpgrade } from '../upstream/tunnel.ts';
+import { tunnelUpgrade, writeStatusAndClose } from '../upstream/tunnel.ts';
 import type { Health } from './health.ts';
-import type { AccessReviewer } from '../auth/access.ts';
+import type { Credential } from '../auth/authenticate.ts';
+import type { ResourceAttributes } from '../auth/authorize.ts';
+import type { AccessGuard } from '../auth/guard.ts';
+import { isImpersonationHeader } from '../auth/impersonation.ts';
+import type { WatchReauthorizer } from '../auth/watchrecheck.ts';
+import { errorLine } from '../watch/encode.ts';
 import type { Cache } from '../cache/cache.ts';
 import { decideRead, decideWatch, type ForwardReason } from './decide.ts';
 import { serveWatch } from './watchcache.ts';
@@ -22,27 +26,14 @@ import { isLongRunning, parseRequestInfo, RequestInfoError, type RequestInfo } f
 import { writeStatus, writeText } from './respond.ts';
 import type { Handlers } from './listener.ts';
 
-/**
- * `delegate`: the client's own credentials travel upstream; a request without any is anonymous
- * there, exactly as if it had gone to the apiserver directly.
- * `trust-loopback` (sidecar): a request without credentials is sent with Levee's own identity.
- * Only allowed on loopback listeners, where the only clients are in the same pod.
- */
-export type AuthMode = 'delegate' | 'trust-loopback';
-
 export interface ChainDeps {
   pools: UpstreamPools;
   metrics: GatewayMetrics;
   health: Health;
   logger: Logger;
-  auth: AuthMode;
+  guard: AccessGuard;
   cache?: Cache | undefined;
-  access?: AccessReviewer | undefined;
-}
-
-export function requestIdentity(req: DownstreamRequest, mode: AuthMode): Identity {
-  if (req.headers.authorization !== undefined) return 'client';
-  return mode === 'trust-loopback' ? 'own' : 'client';
+  watchReauthorizer?: WatchReauthorizer | undefined;
 }
 
 export function createHandlers(deps: ChainDeps): Handlers {
@@ -95,20 +86,30 @@ export function createHandlers(deps: ChainDeps): Handlers {
         return;
       }
       longRunning = isLongRunning(info);
-      const identity = requestIdentity(req, deps.auth);
-      if ((!longRunning || info.verb === 'watch') && deps.cache && deps.access) {
-        const answered = await fromCache(info, req, res, identity, started, id);
+      const credential = deps.guard.credential(req);
+      if (credential.kind === 'unauthorized') {
+        logger.debug({ requestId: id, why: credential.why }, 'unauthorized');
+        writeStatus(res, newUnauthorized());
+        return;
+      }
+      if ((!longRunning || info.verb === 'watch') && deps.cache) {
+        const answered = await fromCache(info, req, res, credential, started, id);
         if (answered !== undefined) {
           source = 'cache';
           code = answered;
           return;
         }
       }
+      const auth = await deps.guard.upstreamAuth(credential, req.rawHeaders);
+      if ('code' in auth) {
+        writeStatus(res, auth);
+        return;
+      }
       source = 'upstream';
       const labels = requestLabels(info, req, source);
       if (longRunning) metrics.longRunning.inc(labels);
       try {
-        code = await forward(req, res, deps.pools, { identity, traffic: longRunning ? 'longRunning' : 'request' });
+        code = await forward(req, res, deps.pools, { auth, traffic: longRunning ? 'longRunning' : 'request' });
       } finally {
         if (longRunning) metrics.longRunning.dec(labels);
       }
@@ -149,7 +150,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
     info: RequestInfo,
     req: DownstreamRequest,
     res: DownstreamResponse,
-    identity: Identity,
+    credential: Credential,
     arrivedAt: bigint,
     id: string,
   ): Promise<number | undefined> => {
@@ -161,7 +162,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
       query: new URLSearchParams(q === -1 ? '' : url.slice(q + 1)),
       accept: req.headers.accept,
       userAgent: req.headers['user-agent'],
-      impersonating: Object.keys(req.headers).some((h) => h.startsWith('impersonate-')),
+      impersonating: Object.keys(req.headers).some(isImpersonationHeader),
     };
     const decide = info.verb === 'watch' ? decideWatch : decideRead;
     const decision = decide(
@@ -175,38 +176,41 @@ export function createHandlers(deps: ChainDeps): Handlers {
         watchList: cached?.reflector.watchListSupported ?? false,
       },
     );
-    let reason: ForwardReason | 'anonymous' | 'denied' | 'window' = decision.source === 'upstream' ? decision.reason : 'window';
+    let reason: ForwardReason | 'undecided' | 'window' = decision.source === 'upstream' ? decision.reason : 'window';
     if (decision.source === 'cache' && cached) {
-      const authorization = identity === 'own' ? undefined : req.headers.authorization;
-      if (identity === 'client' && authorization === undefined) {
-        // Anonymous requests are the apiserver's to allow or refuse.
-        reason = 'anonymous';
-      } else if (
-        !(await deps.access!.allowedForName(authorization, {
-          verb: info.verb,
-          group: info.apiGroup,
-          resource: info.resource,
-          namespace: info.namespace,
-          name: info.name,
-        }))
-      ) {
-        reason = 'denied';
-      } else {
-        if ('resourceVersion' in decision.plan) {
-          const watching = await serveWatch(cached, decision.plan, res, arrivedAt, metrics.cache, id);
-          if (watching !== 'forward') {
-            const labels = requestLabels(info, req, 'cache');
-            metrics.longRunning.inc(labels);
-            try {
-              return await watching.done;
-            } finally {
-              metrics.longRunning.dec(labels);
-            }
+      const attrs: ResourceAttributes = {
+        verb: info.verb,
+        group: info.apiGroup,
+        version: info.apiVersion,
+        resource: info.resource,
+        subresource: info.subresource,
+        namespace: info.namespace,
+        name: info.name,
+      };
+      const admission = await deps.guard.admit(credential, attrs);
+      if (admission.allowed === false) {
+        // Refused exactly as the apiserver refuses: no cached byte reaches this client.
+        writeStatus(res, admission.status);
+        return admission.status.code;
+      }
+      if (admission.allowed === 'undecided') {
+        reason = 'undecided';
+      } else if ('resourceVersion' in decision.plan) {
+        const watching = await serveWatch(cached, decision.plan, res, arrivedAt, metrics.cache, id);
+        if (watching !== 'forward') {
+          const labels = requestLabels(info, req, 'cache');
+          metrics.longRunning.inc(labels);
+          const stopRecheck = deps.watchReauthorizer?.add(credential, attrs, (status) => watching.endWith(errorLine(status)));
+          try {
+            return await watching.done;
+          } finally {
+            stopRecheck?.();
+            metrics.longRunning.dec(labels);
           }
-        } else {
-          const served = await serveRead(cached, decision.plan, res, arrivedAt, metrics.cache, id);
-          if (served !== 'forward') return served.code;
         }
+      } else {
+        const served = await serveRead(cached, decision.plan, res, arrivedAt, metrics.cache, id);
+        if (served !== 'forward') return served.code;
       }
     }
     if (decision.source === 'cache' || decision.reason !== 'not-a-read') metrics.forwards.inc({ reason });
@@ -233,7 +237,15 @@ export function createHandlers(deps: ChainDeps): Handlers {
     const labels = metrics.labels('CONNECT', info?.apiGroup ?? '', info?.resource ?? '', info?.subresource ?? '', 'upstream');
     metrics.longRunning.inc(labels);
     socket.once('close', () => metrics.longRunning.dec(labels));
-    tunnelUpgrade(req, socket, head, deps.pools, requestIdentity(req, deps.auth)).then(
+    const tunnel = async (): Promise<{ code: number }> => {
+      const auth = await deps.guard.upstreamAuth(deps.guard.credential(req), req.rawHeaders);
+      if ('code' in auth) {
+        writeStatusAndClose(socket, auth);
+        return { code: auth.code };
+      }
+      return tunnelUpgrade(req, socket, head, deps.pools, auth);
+    };
+    tunnel().then(
       ({ code }) => {
         metrics.requests.inc({ ...labels, code: String(code) });
         logger.info(

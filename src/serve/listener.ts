@@ -1,16 +1,18 @@
 // The client-facing listener: TLS with ALPN h2 and http/1.1 (client-go speaks h2; exec, attach and
 // port-forward need HTTP/1.1 upgrades), or plain HTTP/1.1 on a loopback address only.
-import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { createSecureServer, type Http2SecureServer } from 'node:http2';
 import { isIP, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { DownstreamRequest, DownstreamResponse } from './downstream.ts';
+import type { Logger } from '../log/logger.ts';
+import { readCertificates, watchCertificates, type CertificateFiles } from './certificates.ts';
 
 export interface ListenerOptions {
   host: string;
   port: number;
-  tls?: { certFile: string; keyFile: string } | undefined;
+  tls?: CertificateFiles | undefined;
+  logger?: Logger | undefined;
 }
 
 export interface Handlers {
@@ -45,13 +47,26 @@ export function parseListenAddress(value: string): { host: string; port: number 
 
 export async function listen(opts: ListenerOptions, handlers: Handlers): Promise<Listener> {
   let server: Server | Http2SecureServer;
+  let stopWatching = (): void => undefined;
   if (opts.tls) {
-    server = createSecureServer({
-      cert: readFileSync(opts.tls.certFile),
-      key: readFileSync(opts.tls.keyFile),
+    const secure = createSecureServer({
+      ...readCertificates(opts.tls),
+      // A client certificate is asked for only with a client CA, and never required: its absence
+      // or failure leaves bearer tokens to authenticate the request, as at the apiserver.
+      requestCert: opts.tls.clientCAFile !== undefined,
+      rejectUnauthorized: false,
       allowHTTP1: true,
       settings: { maxConcurrentStreams: MAX_CONCURRENT_STREAMS },
     });
+    stopWatching = watchCertificates(
+      opts.tls,
+      (material) => {
+        secure.setSecureContext(material);
+        opts.logger?.info('serving certificates reloaded');
+      },
+      (err) => opts.logger?.warn({ err: err.message }, 'serving certificates changed but could not be loaded; keeping the old ones'),
+    );
+    server = secure;
   } else {
     if (!isLoopback(opts.host)) {
       throw new Error(`refusing plain HTTP on ${opts.host}: give a TLS certificate and key, or listen on a loopback address`);
@@ -89,6 +104,7 @@ export async function listen(opts: ListenerOptions, handlers: Handlers): Promise
     url,
     close: () =>
       new Promise<void>((resolve) => {
+        stopWatching();
         server.close(() => resolve());
         // Long-running watches and tunnels would hold close() open forever; draining them
         // gracefully is the caller's job before this.

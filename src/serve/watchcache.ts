@@ -34,6 +34,13 @@ const BOOKMARK_EVERY_MS = 60_000;
 const BOOKMARK_BEFORE_DEADLINE_MS = 2_000;
 const MIN_REQUEST_TIMEOUT_S = 1800;
 
+export interface ServedWatch {
+  /** Settles with the status code once the watch has ended. */
+  done: Promise<number>;
+  /** Ends the watch early with a last line (an ERROR event), after what is already queued. */
+  endWith(line: Buffer): void;
+}
+
 /**
  * 'forward' when the cache cannot start this watch exactly: the window no longer holds the client's
  * resourceVersion, or the state could not be proven fresh in time (the apiserver may do either).
@@ -45,7 +52,7 @@ export async function serveWatch(
   arrivedAt: bigint,
   observer: ConsistentReadObserver,
   requestId?: string,
-): Promise<'forward' | { done: Promise<number> }> {
+): Promise<'forward' | ServedWatch> {
   if (plan.initial === 'consistent') {
     let rv: number;
     try {
@@ -89,6 +96,7 @@ export async function serveWatch(
   }
   // Wrapped, so awaiting the start does not wait for the end.
   return {
+    endWith: (line) => watcher.endWith(line),
     done: watcher.done.then((): number => {
       registration.remove();
       for (const t of timers) clearTimeout(t);

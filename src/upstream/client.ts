@@ -30,6 +30,24 @@ export async function getJson<T>(pools: UpstreamPools, path: string, signal?: Ab
   return JSON.parse(text) as T;
 }
 
+/** POSTs a small JSON document (a review) as Levee itself and returns the created object. */
+export async function postJson<T>(pools: UpstreamPools, path: string, body: unknown, signal?: AbortSignal): Promise<T> {
+  const creds = await pools.upstream.ownCredentials();
+  const headers: Record<string, string> = { accept: 'application/json', 'content-type': 'application/json', 'user-agent': 'levee' };
+  if (creds.authorization) headers.authorization = creds.authorization;
+  const res = await pools.get('own', 'request').request({
+    method: 'POST',
+    path: pools.upstream.pathPrefix + path,
+    headers,
+    body: JSON.stringify(body),
+    signal,
+  });
+  const text = await res.body.text();
+  if (text.length > MAX_SMALL_BODY) throw new Error(`${path}: answer too large for a small request`);
+  if (res.statusCode !== 200 && res.statusCode !== 201) throw statusError(res.statusCode, text, path);
+  return JSON.parse(text) as T;
+}
+
 export function statusError(code: number, body: string, path: string): UpstreamStatusError {
   try {
     const s = JSON.parse(body) as { reason?: string; message?: string };

@@ -13,6 +13,32 @@ import type { OwnCredentials, TlsMaterial, Upstream } from './credentials.ts';
  */
 export type Identity = 'own' | 'client';
 
+/** How one forwarded request is sent upstream. */
+export interface UpstreamAuth {
+  identity: Identity;
+  /**
+   * With Levee's own identity: Impersonate-* header pairs that replace any the client sent;
+   * undefined keeps the client's own (already checked) ones.
+   */
+  impersonate?: string[] | undefined;
+}
+
+/** The request headers to send upstream in place of the client's credentials, as name/value pairs. */
+export async function credentialHeaders(upstream: Upstream, auth: UpstreamAuth): Promise<string[]> {
+  if (auth.identity !== 'own') return [];
+  const out: string[] = [];
+  const creds = await upstream.ownCredentials();
+  if (creds.authorization) out.push('Authorization', creds.authorization);
+  if (auth.impersonate) out.push(...auth.impersonate);
+  return out;
+}
+
+/** Client headers that must not travel upstream under `auth`: its own credentials are replaced. */
+export function droppedHeader(auth: UpstreamAuth, lowerName: string): boolean {
+  if (auth.identity !== 'own') return false;
+  return lowerName === 'authorization' || (auth.impersonate !== undefined && lowerName.startsWith('impersonate-'));
+}
+
 export const CONNECT_TIMEOUT_MS = 10_000;
 
 export interface ConnectTarget {

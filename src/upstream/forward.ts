@@ -3,7 +3,7 @@
 // for as long as either side keeps it.
 import { drained, type DownstreamRequest, type DownstreamResponse } from '../serve/downstream.ts';
 import type { Status } from '../api/types.ts';
-import type { Identity } from './connector.ts';
+import { credentialHeaders, droppedHeader, type UpstreamAuth } from './connector.ts';
 import { downstreamResponseHeaders, upstreamRequestHeaders } from './headers.ts';
 import { isClientAbort, isConnectFailure, upstreamFailureStatus } from './errors.ts';
 import type { TrafficClass, UpstreamPools } from './pools.ts';
@@ -18,7 +18,7 @@ export class UpstreamUnavailableError extends Error {
 }
 
 export interface ForwardOptions {
-  identity: Identity;
+  auth: UpstreamAuth;
   traffic: TrafficClass;
 }
 
@@ -50,12 +50,9 @@ export async function forward(
 
   let upstreamRes;
   try {
-    const headers = upstreamRequestHeaders(req.rawHeaders, opts.identity === 'own' ? OWN_DROPS : NO_DROPS);
-    if (opts.identity === 'own') {
-      const creds = await pools.upstream.ownCredentials();
-      if (creds.authorization) headers.push('Authorization', creds.authorization);
-    }
-    const dispatcher = pools.get(opts.identity, opts.traffic);
+    const headers = upstreamRequestHeaders(req.rawHeaders, (name) => droppedHeader(opts.auth, name));
+    headers.push(...(await credentialHeaders(pools.upstream, opts.auth)));
+    const dispatcher = pools.get(opts.auth.identity, opts.traffic);
     const request = () =>
       dispatcher.request({
         method: req.method as 'GET',
@@ -98,7 +95,3 @@ export async function forward(
   }
   return statusCode;
 }
-
-// Levee's own credentials replace whatever the client sent.
-const OWN_DROPS: ReadonlySet<string> = new Set(['authorization']);
-const NO_DROPS: ReadonlySet<string> = new Set();

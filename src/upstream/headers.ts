@@ -31,7 +31,7 @@ function connectionTokens(value: string | string[] | undefined): Set<string> {
  * "a, b" would turn into one. Drops hop-by-hop headers, HTTP/2 pseudo-headers, Host (the upstream's
  * own is sent) and Expect (undici answers 100-continue itself).
  */
-export function upstreamRequestHeaders(rawHeaders: readonly string[], drop: ReadonlySet<string> = new Set()): string[] {
+export function upstreamRequestHeaders(rawHeaders: readonly string[], drop: (lowerName: string) => boolean = () => false): string[] {
   const connection: string[] = [];
   for (let i = 0; i < rawHeaders.length; i += 2) {
     if (rawHeaders[i]!.toLowerCase() === 'connection') connection.push(rawHeaders[i + 1]!);
@@ -42,7 +42,7 @@ export function upstreamRequestHeaders(rawHeaders: readonly string[], drop: Read
     const name = rawHeaders[i]!;
     const lower = name.toLowerCase();
     if (lower.startsWith(':') || lower === 'host' || lower === 'expect') continue;
-    if (HOP_BY_HOP.has(lower) || listed.has(lower) || drop.has(lower)) continue;
+    if (HOP_BY_HOP.has(lower) || listed.has(lower) || drop(lower)) continue;
     out.push(name, rawHeaders[i + 1]!);
   }
   return out;

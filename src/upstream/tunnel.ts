@@ -9,11 +9,11 @@ import type { Duplex } from 'node:stream';
 import { pipeline } from 'node:stream';
 import { encodeStatus } from '../api/status.ts';
 import type { Status } from '../api/types.ts';
-import { connectTarget, openSocket, type Identity } from './connector.ts';
+import { connectTarget, credentialHeaders, droppedHeader, openSocket, type Identity, type UpstreamAuth } from './connector.ts';
 import { upstreamFailureStatus } from './errors.ts';
 import type { UpstreamPools } from './pools.ts';
 
-const STATUS_TEXT: Record<number, string> = { 502: 'Bad Gateway', 503: 'Service Unavailable', 504: 'Gateway Timeout' };
+const STATUS_TEXT: Record<number, string> = { 401: 'Unauthorized', 403: 'Forbidden', 500: 'Internal Server Error', 502: 'Bad Gateway', 503: 'Service Unavailable', 504: 'Gateway Timeout' };
 
 export interface TunnelResult {
   /** The upstream's status code (101 when the upgrade was accepted), or Levee's own on failure. */
@@ -29,14 +29,14 @@ export async function tunnelUpgrade(
   client: Duplex,
   head: Buffer,
   pools: UpstreamPools,
-  identity: Identity,
+  auth: UpstreamAuth,
 ): Promise<TunnelResult> {
   client.on('error', () => client.destroy());
   let requestHead: string;
   let upstream: Socket;
   try {
-    requestHead = await buildRequestHead(req, pools, identity);
-    upstream = await openFirst(pools, identity);
+    requestHead = await buildRequestHead(req, pools, auth);
+    upstream = await openFirst(pools, auth.identity);
   } catch (err) {
     const status = upstreamFailureStatus(err);
     writeStatusAndClose(client, status);
@@ -77,23 +77,21 @@ async function openFirst(pools: UpstreamPools, identity: Identity): Promise<Sock
   throw last;
 }
 
-async function buildRequestHead(req: IncomingMessage, pools: UpstreamPools, identity: Identity): Promise<string> {
+async function buildRequestHead(req: IncomingMessage, pools: UpstreamPools, auth: UpstreamAuth): Promise<string> {
   const lines = [`${req.method} ${pools.upstream.pathPrefix}${req.url ?? '/'} HTTP/1.1`, `Host: ${pools.upstream.server.host}`];
   const raw = req.rawHeaders;
   for (let i = 0; i < raw.length; i += 2) {
     const lower = raw[i]!.toLowerCase();
     if (lower === 'host') continue;
-    if (identity === 'own' && lower === 'authorization') continue;
+    if (droppedHeader(auth, lower)) continue;
     lines.push(`${raw[i]}: ${raw[i + 1]}`);
   }
-  if (identity === 'own') {
-    const creds = await pools.upstream.ownCredentials();
-    if (creds.authorization) lines.push(`Authorization: ${creds.authorization}`);
-  }
+  const own = await credentialHeaders(pools.upstream, auth);
+  for (let i = 0; i < own.length; i += 2) lines.push(`${own[i]}: ${own[i + 1]}`);
   return lines.join('\r\n') + '\r\n\r\n';
 }
 
-function writeStatusAndClose(client: Duplex, status: Status): void {
+export function writeStatusAndClose(client: Duplex, status: Status): void {
   if (client.destroyed) return;
   const body = encodeStatus(status);
   const retry = status.details?.retryAfterSeconds;

@@ -2,6 +2,7 @@
 // {"type":"…","object":{…}}\n, with each object's stored bytes; each event's line is built once
 // and shared by every watcher that receives it.
 import type { CachedResource } from '../cache/cache.ts';
+import type { Status } from '../api/types.ts';
 import type { StoreEvent } from '../store/events.ts';
 import type { CachedObject } from '../store/object.ts';
 import { objectBytes } from '../serve/readcache.ts';
@@ -70,4 +71,9 @@ export function initialEventsEndLine(r: CachedResource, resourceVersion: number)
   return Buffer.from(
     `{"type":"BOOKMARK","object":{"kind":${JSON.stringify(r.info.kind)},"apiVersion":${JSON.stringify(apiVersion)},"metadata":{"resourceVersion":"${resourceVersion}","annotations":{"k8s.io/initial-events-end":"true"}}}}\n`,
   );
+}
+
+/** An ERROR event carrying a Status, the way the apiserver ends a watch it refuses to continue. */
+export function errorLine(status: Status): Buffer {
+  return Buffer.from(`{"type":"ERROR","object":${JSON.stringify(status)}}\n`);
 }

@@ -48,6 +48,8 @@ export class CacheWatcher {
   #queued = 0;
   #writing = false;
   #closed = false;
+  /** A last line is queued; nothing more is sent after it. */
+  #ending = false;
   #sentRV: number;
   readonly #done: Promise<void>;
   #finish!: () => void;
@@ -100,12 +102,22 @@ export class CacheWatcher {
     if (!this.#writing) this.#end();
   }
 
+  /** Sends a last line (an ERROR event) after everything queued, then ends the watch. */
+  endWith(line: Buffer): void {
+    if (this.#closed || this.#ending) return;
+    this.#queue.push(line);
+    this.#queued += line.length;
+    this.#ending = true;
+    if (!this.#writing) void this.#flush();
+  }
+
   #end(): void {
     if (!this.#res.destroyed) this.#res.end();
     this.#finish();
   }
 
   #send(line: Buffer): void {
+    if (this.#ending) return;
     this.#queue.push(line);
     this.#queued += line.length;
     if (this.#queued > MAX_QUEUED_BYTES) {
@@ -127,6 +139,7 @@ export class CacheWatcher {
       }
     }
     this.#writing = false;
+    if (this.#ending) this.#closed = true;
     if (this.#closed) this.#end();
   }
 }

@@ -24,7 +24,7 @@ test('request headers keep repeated values apart and drop hop-by-hop, pseudo, Ho
     'Impersonate-Group', 'b',
     'Authorization', 'Bearer t',
   ]);
-  assert.deepEqual(upstreamRequestHeaders(raw, new Set(['authorization'])).includes('Authorization'), false);
+  assert.deepEqual(upstreamRequestHeaders(raw, (name) => name === 'authorization').includes('Authorization'), false);
 });
 
 test('response headers lose everything that would break an HTTP/2 response', () => {

@@ -14,6 +14,22 @@ test('defaults run on loopback in delegate mode', () => {
   assert.equal(o.listen, '127.0.0.1:8443');
   assert.equal(o.auth, 'delegate');
   assert.equal(o.tlsCertFile, undefined);
+  assert.equal(o.anonymous, false);
+  assert.equal(o.tokenCacheTtlMs, 30_000);
+  assert.equal(o.authorizationAllowedTtlMs, 10_000);
+  assert.equal(o.authorizationDeniedTtlMs, 2_000);
+  assert.equal(o.watchReauthorizeMs, 60_000);
+});
+
+test('security flags: modes, client CA with TLS only, durations named in errors', () => {
+  const o = parseOptions(['--auth', 'none', '--anonymous-auth', '--authorization-cache-allowed-ttl', '1m30s', '--token-cache-ttl', '0']);
+  assert.ok(o !== 'help');
+  assert.equal(o.auth, 'none');
+  assert.equal(o.anonymous, true);
+  assert.equal(o.authorizationAllowedTtlMs, 90_000);
+  assert.equal(o.tokenCacheTtlMs, 0);
+  assert.throws(() => parseOptions(['--client-ca-file', 'ca.pem']), /--client-ca-file needs TLS/);
+  assert.throws(() => parseOptions(['--watch-reauthorize-interval', 'soon']), /--watch-reauthorize-interval: "soon" is not a duration/);
 });
 
 test('bad options are usage errors that name the option', () => {

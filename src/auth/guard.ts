@@ -1,0 +1,147 @@
+// The one place that turns a request's credential into what Levee may do with it: answer it from
+// the cache (after authorization), refuse it with the apiserver's own 401 or 403, or forward it
+// under the right identity.
+import { newInternalError, newUnauthorized } from '../api/status.ts';
+import type { Status } from '../api/types.ts';
+import { postJson } from '../upstream/client.ts';
+import type { UpstreamAuth } from '../upstream/connector.ts';
+import type { UpstreamPools } from '../upstream/pools.ts';
+import { credentialOf, type AuthenticationOptions, type Credential } from './authenticate.ts';
+import { forbidden, SubjectAccessReviewer, type AuthorizationOptions, type ResourceAttributes } from './authorize.ts';
+import { impersonationChecks, impersonationHeaders, ImpersonationError } from './impersonation.ts';
+import { TokenReviewer, type TokenReviewOptions } from './tokenreview.ts';
+import { anonymous, withAuthenticatedGroup, type UserInfo } from './user.ts';
+
+/** Whether a cached answer may be given, and to whom. */
+export type Admission =
+  | { allowed: true; user: UserInfo | undefined }
+  | { allowed: false; status: Status }
+  /** Levee cannot tell (a review failed): forward, and the apiserver decides. */
+  | { allowed: 'undecided' };
+
+export interface GuardOptions extends AuthenticationOptions, AuthorizationOptions, TokenReviewOptions {}
+
+// Levee's own user changes only when its credentials do; asking again now and then notices that.
+const OWN_USER_TTL_MS = 5 * 60_000;
+
+export class AccessGuard {
+  readonly #opts: GuardOptions;
+  readonly #pools: UpstreamPools;
+  readonly tokens: TokenReviewer;
+  readonly access: SubjectAccessReviewer;
+  #own: { at: number; user: Promise<UserInfo> } | undefined;
+
+  constructor(pools: UpstreamPools, opts: GuardOptions) {
+    this.#opts = opts;
+    this.#pools = pools;
+    this.tokens = new TokenReviewer(pools, opts);
+    this.access = new SubjectAccessReviewer(pools, opts);
+  }
+
+  get mode(): AuthenticationOptions['mode'] {
+    return this.#opts.mode;
+  }
+
+  credential(req: Parameters<typeof credentialOf>[0]): Credential {
+    return credentialOf(req, this.#opts);
+  }
+
+  /**
+   * The identity a forwarded request travels under, or the Status that refuses it. Bearer tokens
+   * and anonymous requests go as they came, so the apiserver authenticates and authorizes them
+   * itself (impersonation included); a certificate's user is impersonated with Levee's credentials.
+   */
+  async upstreamAuth(c: Credential, rawHeaders: readonly string[]): Promise<UpstreamAuth | Status> {
+    switch (c.kind) {
+      case 'unauthorized':
+        return newUnauthorized();
+      case 'token':
+      case 'anonymous':
+        return { identity: 'client' };
+      case 'own':
+        return { identity: 'own' };
+      case 'unchecked':
+        return { identity: hasAuthorization(rawHeaders) ? 'client' : 'own' };
+      case 'x509': {
+        let checks: ResourceAttributes[];
+        try {
+          checks = impersonationChecks(rawHeaders);
+        } catch (err) {
+          if (!(err instanceof ImpersonationError)) throw err;
+          // The apiserver's impersonation filter answers a malformed request with a 500.
+          return newInternalError(err.message);
+        }
+        if (checks.length === 0) return { identity: 'own', impersonate: impersonationHeaders(c.user) };
+        for (const attrs of checks) {
+          let d;
+          try {
+            d = await this.access.authorize(c.user, attrs);
+          } catch (err) {
+            return newInternalError(`impersonation could not be authorized: ${(err as Error).message}`);
+          }
+          if (!d.allowed) return forbidden(c.user, attrs, d.reason);
+        }
+        return { identity: 'own' };
+      }
+    }
+  }
+
+  /** The user a cached answer is for: authenticated, then authorized for `attrs`. */
+  async admit(c: Credential, attrs: ResourceAttributes): Promise<Admission> {
+    if (c.kind === 'unchecked') return { allowed: true, user: undefined };
+    if (c.kind === 'unauthorized') return { allowed: false, status: newUnauthorized() };
+    let user: UserInfo;
+    try {
+      const u = await this.#userOf(c);
+      if (!u) return { allowed: false, status: newUnauthorized() };
+      user = u;
+      const d = await this.access.authorizeForName(user, attrs);
+      return d.allowed ? { allowed: true, user } : { allowed: false, status: forbidden(user, attrs, d.reason) };
+    } catch {
+      // A review that failed or could not decide (UndecidedError) gives no cached bytes away.
+      return { allowed: 'undecided' };
+    }
+  }
+
+  async #userOf(c: Exclude<Credential, { kind: 'unchecked' | 'unauthorized' }>): Promise<UserInfo | undefined> {
+    switch (c.kind) {
+      case 'x509':
+        return c.user;
+      case 'anonymous':
+        return anonymous;
+      case 'own':
+        return this.#ownUser();
+      case 'token': {
+        const answer = await this.tokens.review(c.token);
+        return answer.authenticated ? answer.user : undefined;
+      }
+    }
+  }
+
+  /** Levee's own user, as the apiserver sees its credentials (SelfSubjectReview). */
+  #ownUser(): Promise<UserInfo> {
+    const now = Date.now();
+    if (!this.#own || now - this.#own.at > OWN_USER_TTL_MS) {
+      const user = postJson<{ status?: { userInfo?: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> } } }>(
+        this.#pools,
+        '/apis/authentication.k8s.io/v1/selfsubjectreviews',
+        { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+      ).then((r) => {
+        const u = r.status?.userInfo;
+        if (!u?.username) throw new Error('SelfSubjectReview named no user');
+        return withAuthenticatedGroup({ username: u.username, uid: u.uid ?? '', groups: u.groups ?? [], extra: u.extra ?? {} });
+      });
+      const entry = { at: now, user };
+      this.#own = entry;
+      user.catch(() => {
+        if (this.#own === entry) this.#own = undefined;
+      });
+    }
+    return this.#own.user;
+  }
+}
+
+function hasAuthorization(rawHeaders: readonly string[]): boolean {
+  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i]!.toLowerCase() === 'authorization') return true;
+  return false;
+}

@@ -1,0 +1,73 @@
+// Impersonation, both ways. A client that authenticated to Levee with a certificate cannot carry
+// that identity upstream (TLS ends here), so Levee forwards its requests with its own credentials
+// and Impersonate-* headers naming the client's user. A client that asks to impersonate someone
+// itself is first checked as the apiserver's impersonation filter would check it, because the
+// apiserver will only see Levee's (broader) right to impersonate.
+import type { ResourceAttributes } from './authorize.ts';
+import { splitServiceAccount, type UserInfo } from './user.ts';
+
+const USER = 'impersonate-user';
+const UID = 'impersonate-uid';
+const GROUP = 'impersonate-group';
+const EXTRA_PREFIX = 'impersonate-extra-';
+
+export function isImpersonationHeader(lowerName: string): boolean {
+  return lowerName.startsWith('impersonate-');
+}
+
+/** Header pairs that make the apiserver treat a request as `user`'s. */
+export function impersonationHeaders(user: UserInfo): string[] {
+  const out = ['Impersonate-User', user.username];
+  if (user.uid) out.push('Impersonate-Uid', user.uid);
+  // system:authenticated is added by the apiserver itself; naming it would need a grant of its own.
+  for (const g of user.groups) if (g !== 'system:authenticated') out.push('Impersonate-Group', g);
+  for (const [key, values] of Object.entries(user.extra)) {
+    for (const v of values) out.push(`Impersonate-Extra-${encodeURIComponent(key)}`, v);
+  }
+  return out;
+}
+
+export class ImpersonationError extends Error {}
+
+/**
+ * The checks the apiserver's WithImpersonation filter makes before switching users, one `impersonate`
+ * authorization per requested user, group, uid and extra value, in its order. Empty when the
+ * request impersonates no one. Throws ImpersonationError for a request the filter refuses outright.
+ */
+export function impersonationChecks(rawHeaders: readonly string[]): ResourceAttributes[] {
+  let user: string | undefined;
+  let uid: string | undefined;
+  const groups: string[] = [];
+  const extras: [string, string][] = [];
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!.toLowerCase();
+    if (!isImpersonationHeader(name)) continue;
+    const value = rawHeaders[i + 1]!;
+    if (name === USER) user ??= value;
+    else if (name === UID) uid ??= value;
+    else if (name === GROUP) groups.push(value);
+    else if (name.startsWith(EXTRA_PREFIX)) extras.push([unescapeExtraKey(name.slice(EXTRA_PREFIX.length)), value]);
+  }
+  const checks: ResourceAttributes[] = [];
+  const impersonate = (group: string, resource: string, name: string, namespace = '', subresource = ''): void =>
+    void checks.push({ verb: 'impersonate', group, resource, subresource, namespace, name });
+  if (user) {
+    const sa = splitServiceAccount(user);
+    if (sa) impersonate('', 'serviceaccounts', sa.name, sa.namespace);
+    else impersonate('', 'users', user);
+  }
+  for (const g of groups) impersonate('', 'groups', g);
+  for (const [key, value] of extras) impersonate('authentication.k8s.io', 'userextras', value, '', key);
+  if (uid) impersonate('authentication.k8s.io', 'uids', uid);
+  if (checks.length > 0 && !user) throw new ImpersonationError('requested impersonation without impersonating a user');
+  return checks;
+}
+
+// Extra keys travel percent-encoded in header names (a key may hold "/" and upper case).
+function unescapeExtraKey(key: string): string {
+  try {
+    return decodeURIComponent(key).toLowerCase();
+  } catch {
+    return key;
+  }
+}

@@ -1,0 +1,76 @@
+// Bearer tokens are authenticated by the apiserver that issued them: a TokenReview, sent with
+// Levee's own credentials, says whose token it is (static tokens, service-account tokens, OIDC,
+// webhooks: whatever the apiserver accepts). Answers are cached under a hash of the token, never
+// the token itself.
+import { createHash } from 'node:crypto';
+import { postJson } from '../upstream/client.ts';
+import type { UpstreamPools } from '../upstream/pools.ts';
+import { ReviewCache } from './reviewcache.ts';
+import { withAuthenticatedGroup, type UserInfo } from './user.ts';
+
+export type TokenAnswer = { authenticated: true; user: UserInfo } | { authenticated: false; error: string };
+
+interface TokenReviewStatus {
+  authenticated?: boolean;
+  user?: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> };
+  error?: string;
+}
+
+export interface TokenReviewOptions {
+  acceptedTtlMs: number;
+  rejectedTtlMs: number;
+}
+
+export class TokenReviewer {
+  readonly #pools: UpstreamPools;
+  readonly #cache: ReviewCache<TokenAnswer>;
+  /** Reviews sent upstream, for the metrics. */
+  sent = 0;
+
+  constructor(pools: UpstreamPools, opts: TokenReviewOptions) {
+    this.#pools = pools;
+    this.#cache = new ReviewCache({
+      positiveTtlMs: opts.acceptedTtlMs,
+      negativeTtlMs: opts.rejectedTtlMs,
+      positive: (a) => a.authenticated,
+    });
+  }
+
+  /** Who holds this bearer token. Rejects when the apiserver could not be asked. */
+  review(token: string): Promise<TokenAnswer> {
+    const key = createHash('sha256').update(token).digest('base64');
+    return this.#cache.get(key, () => this.#send(token));
+  }
+
+  async #send(token: string): Promise<TokenAnswer> {
+    this.sent++;
+    const review = await postJson<{ status?: TokenReviewStatus }>(this.#pools, '/apis/authentication.k8s.io/v1/tokenreviews', {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenReview',
+      spec: { token },
+    });
+    const s = review.status ?? {};
+    if (!s.authenticated || !s.user?.username) return { authenticated: false, error: s.error ?? 'token not authenticated' };
+    return {
+      authenticated: true,
+      user: withAuthenticatedGroup({
+        username: s.user.username,
+        uid: s.user.uid ?? '',
+        groups: s.user.groups ?? [],
+        extra: s.user.extra ?? {},
+      }),
+    };
+  }
+}
+
+/**
+ * The apiserver's bearertoken authenticator: "Bearer TOKEN" (scheme in any case, split on single
+ * spaces). undefined when the header is absent or another scheme, so other authenticators (or
+ * anonymous) may apply; '' for "Bearer " with an empty token, which the apiserver rejects.
+ */
+export function bearerToken(authorization: string | undefined): string | undefined {
+  if (authorization === undefined) return undefined;
+  const parts = authorization.trim().split(' ');
+  if (parts.length < 2 || parts[0]!.toLowerCase() !== 'bearer') return undefined;
+  return parts[1]!;
+}
