@@ -168,8 +168,8 @@ test('watches that begin with the current state: watch-list and resourceVersion 
     // Bookmarks' resourceVersions are each server's own; the initial-events-end bookmark's place
     // and annotation are compared. Periodic bookmarks (no annotation) come when each server's own
     // timer says, so they are left out.
-    const shape = (es: Event[]) =>
-      es.flatMap((e) => {
+    const shape = (es: Event[]): unknown[] =>
+      es.flatMap((e): unknown[] => {
         if (e.type !== 'BOOKMARK') return [[e.type, e.object]];
         const annotations = (e.object.metadata as { annotations?: Record<string, string> }).annotations;
         return annotations ? [['BOOKMARK', annotations]] : [];
