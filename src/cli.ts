@@ -47,6 +47,7 @@ async function main(): Promise<number> {
     logger,
     cache: options.cache,
     consistentReads: options.consistentReads,
+    clientPolicies: options.clientPolicies,
     resourceOptions: options.resourceOptions,
   });
   await new Promise<void>((resolve) => {

@@ -2,6 +2,7 @@
 // Levee through here.
 import { Health } from './serve/health.ts';
 import { createHandlers } from './serve/chain.ts';
+import type { ClientPolicy } from './serve/clientpolicy.ts';
 import { isLoopback, listen, parseListenAddress, type Listener } from './serve/listener.ts';
 import { GatewayMetrics } from './metrics/metrics.ts';
 import type { Logger } from './log/logger.ts';
@@ -22,6 +23,7 @@ export interface GatewayConfig {
   /** Resources to cache (kubectl-style names); empty caches nothing. */
   cache: string[];
   consistentReads?: ConsistentReadPolicy | undefined;
+  clientPolicies?: ClientPolicy[] | undefined;
   resourceOptions?: Record<string, ResourceOptions> | undefined;
 }
 
@@ -76,7 +78,16 @@ export async function startGateway(config: GatewayConfig): Promise<Gateway> {
   });
   metrics.observeReviews(guard);
   const watchReauthorizer = new WatchReauthorizer(guard, security.watchReauthorizeMs);
-  const handlers = createHandlers({ pools, metrics, health, logger: config.logger, guard, cache, watchReauthorizer });
+  const handlers = createHandlers({
+    pools,
+    metrics,
+    health,
+    logger: config.logger,
+    guard,
+    cache,
+    watchReauthorizer,
+    clientPolicies: config.clientPolicies,
+  });
   let listener: Listener;
   try {
     listener = await listen({ host, port, tls: config.tls, logger: config.logger }, handlers);

@@ -103,6 +103,16 @@ export class AccessGuard {
     }
   }
 
+  /** The user behind a credential, when Levee can know it; undefined otherwise (never throws). */
+  async userOf(c: Credential): Promise<UserInfo | undefined> {
+    if (c.kind === 'unchecked' || c.kind === 'unauthorized') return undefined;
+    try {
+      return await this.#userOf(c);
+    } catch {
+      return undefined;
+    }
+  }
+
   async #userOf(c: Exclude<Credential, { kind: 'unchecked' | 'unauthorized' }>): Promise<UserInfo | undefined> {
     switch (c.kind) {
       case 'x509':

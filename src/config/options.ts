@@ -9,6 +9,7 @@ import type { ConsistentReadPolicy, ResourceOptions } from '../cache/cache.ts';
 import { parseFieldSelector } from '../selectors/fields.ts';
 import { parseLabelSelector } from '../selectors/labels.ts';
 import type { ConsistentReads } from '../serve/decide.ts';
+import { parseClientPolicy, type ClientPolicy } from '../serve/clientpolicy.ts';
 
 export interface Options {
   kubeconfig?: string | undefined;
@@ -28,6 +29,7 @@ export interface Options {
   logLevel: LevelWithSilent;
   cache: string[];
   consistentReads: ConsistentReadPolicy;
+  clientPolicies: ClientPolicy[];
   resourceOptions: Record<string, ResourceOptions>;
 }
 
@@ -69,6 +71,10 @@ Options:
                              cache once proven as new as the apiserver, else forwarded), cache (like
                              resourceVersion=0), or forward; per resource with name=policy, e.g.
                              "verify,nodes=cache"
+  --consistent-reads-for KIND:NAME=POLICY
+                             the same policy for one client, ahead of the resource's: user:NAME,
+                             group:NAME or serviceaccount:NAMESPACE:NAME (NAME * for all in the
+                             namespace), e.g. group:system:nodes=cache; first match wins; repeatable
   --cache-selector NAME=SELECTOR
                              cache only the objects of NAME this field selector picks (a node-local
                              cache: pods=spec.nodeName=node-1); repeatable
@@ -108,6 +114,7 @@ export function parseOptions(argv: string[]): Options | 'help' {
         'log-level': { type: 'string', default: 'info' },
         cache: { type: 'string', default: DEFAULT_RESOURCES.join(',') },
         'consistent-reads': { type: 'string', default: 'verify' },
+        'consistent-reads-for': { type: 'string', multiple: true },
         'cache-selector': { type: 'string', multiple: true },
         'cache-label-selector': { type: 'string', multiple: true },
         'cache-index': { type: 'string', multiple: true },
@@ -155,6 +162,13 @@ export function parseOptions(argv: string[]): Options | 'help' {
     logLevel: values['log-level'] as LevelWithSilent,
     cache: values.cache.split(',').map((r) => r.trim()).filter((r) => r !== ''),
     consistentReads: parseConsistentReads(values['consistent-reads']),
+    clientPolicies: (values['consistent-reads-for'] ?? []).map((v) => {
+      try {
+        return parseClientPolicy(v);
+      } catch (err) {
+        throw new UsageError(`--consistent-reads-for: ${(err as Error).message}`);
+      }
+    }),
     resourceOptions: parseResourceOptions(values['cache-selector'] ?? [], values['cache-label-selector'] ?? [], values['cache-index'] ?? []),
   };
 }

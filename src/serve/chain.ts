@@ -18,6 +18,7 @@ import type { AccessGuard } from '../auth/guard.ts';
 import { isImpersonationHeader } from '../auth/impersonation.ts';
 import type { WatchReauthorizer } from '../auth/watchrecheck.ts';
 import { errorLine } from '../watch/encode.ts';
+import { clientPolicyFor, type ClientPolicy } from './clientpolicy.ts';
 import type { Cache } from '../cache/cache.ts';
 import { decideRead, decideWatch, type ForwardReason } from './decide.ts';
 import { serveWatch } from './watchcache.ts';
@@ -34,6 +35,8 @@ export interface ChainDeps {
   guard: AccessGuard;
   cache?: Cache | undefined;
   watchReauthorizer?: WatchReauthorizer | undefined;
+  /** Consistent-read policies by client, ahead of the resource's own. */
+  clientPolicies?: readonly ClientPolicy[] | undefined;
 }
 
 export function createHandlers(deps: ChainDeps): Handlers {
@@ -164,6 +167,13 @@ export function createHandlers(deps: ChainDeps): Handlers {
       userAgent: req.headers['user-agent'],
       impersonating: Object.keys(req.headers).some(isImpersonationHeader),
     };
+    let consistentReads = cached?.consistentReads ?? 'forward';
+    // Only a read without resourceVersion consults the policy, and only then is the client's user
+    // looked up for it (a token's review is cached, so this costs nothing on the hot path).
+    if (cached && deps.clientPolicies?.length && !request.query.get('resourceVersion')) {
+      const user = await deps.guard.userOf(credential);
+      if (user) consistentReads = clientPolicyFor(deps.clientPolicies, user) ?? consistentReads;
+    }
     const decide = info.verb === 'watch' ? decideWatch : decideRead;
     const decision = decide(
       request,
@@ -171,7 +181,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
         cached: cached !== undefined,
         synced: cached?.store.synced ?? false,
         namespaced: cached?.info.namespaced ?? false,
-        consistentReads: cached?.consistentReads ?? 'forward',
+        consistentReads,
         selection: cached?.selection,
         watchList: cached?.reflector.watchListSupported ?? false,
       },

@@ -251,6 +251,39 @@ test('the cache policy answers reads without resourceVersion from the cache and 
   }
 });
 
+test('a consistent-read policy by client: system:masters reads from the cache, everyone else is forwarded', async () => {
+  const other = await startLevee({
+    kubeconfig: env.kubeconfig,
+    tls: env.leveeServing,
+    extra: ['--cache', 'configmaps', '--consistent-reads', 'forward', '--consistent-reads-for', 'user:nobody=verify', '--consistent-reads-for', 'group:system:masters=cache'],
+  });
+  const path = `/api/v1/namespaces/${namespaces[0]}/configmaps/cm-1`;
+  const ns = namespaces[0];
+  try {
+    await waitReady(other);
+    assert.equal((await send('POST', `${env.server}/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, agent, env.tokens.admin, {
+      metadata: { name: 'bob-reads' },
+      rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'] }],
+    })).status, 201);
+    assert.equal((await send('POST', `${env.server}/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`, agent, env.tokens.admin, {
+      metadata: { name: 'bob-reads' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'bob-reads' },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'bob' }],
+    })).status, 201);
+    for (let i = 0; i < 50 && (await get(env.server + path, agent, env.tokens.bob)).status !== 200; i++) await new Promise((r) => setTimeout(r, 100));
+    const admin = await get(other.url.origin + path, agent, env.tokens.admin);
+    const bob = await get(other.url.origin + path, agent, env.tokens.bob);
+    assert.deepEqual([admin.status, bob.status], [200, 200]);
+    assert.equal(admin.headers['levee-consistent-read'], 'cache');
+    assert.equal(bob.headers['levee-consistent-read'], undefined, 'bob matches no rule: the resource policy forwards him');
+    assert.equal(bob.body, admin.body);
+  } finally {
+    await other.stop();
+    await send('DELETE', `${env.server}/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings/bob-reads`, agent, env.tokens.admin);
+    await send('DELETE', `${env.server}/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles/bob-reads`, agent, env.tokens.admin);
+  }
+});
+
 test('a node-local cache holds one node\'s pods and answers only what stays on that node', async () => {
   const local = await startLevee({
     kubeconfig: env.kubeconfig,
