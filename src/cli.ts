@@ -4,6 +4,7 @@ import { createLogger } from './log/logger.ts';
 import { parseOptions, USAGE, UsageError } from './config/options.ts';
 import { loadUpstream, resolveUpstreamSource } from './upstream/credentials.ts';
 import { startGateway } from './gateway.ts';
+import { limitsFrom } from './flow/flowcontrol.ts';
 
 async function main(): Promise<number> {
   let options;
@@ -48,6 +49,7 @@ async function main(): Promise<number> {
     cache: options.cache,
     consistentReads: options.consistentReads,
     clientPolicies: options.clientPolicies,
+    flow: limitsFrom(options.flow),
     resourceOptions: options.resourceOptions,
   });
   await new Promise<void>((resolve) => {

@@ -3,6 +3,7 @@
 import { Health } from './serve/health.ts';
 import { createHandlers } from './serve/chain.ts';
 import type { ClientPolicy } from './serve/clientpolicy.ts';
+import { DEFAULT_QUEUE_LENGTH, DEFAULT_QUEUE_WAIT_MS, DEFAULT_SEATS, FlowController, limitsFrom, type FlowControlLimits } from './flow/flowcontrol.ts';
 import { isLoopback, listen, parseListenAddress, type Listener } from './serve/listener.ts';
 import { GatewayMetrics } from './metrics/metrics.ts';
 import type { Logger } from './log/logger.ts';
@@ -24,6 +25,8 @@ export interface GatewayConfig {
   cache: string[];
   consistentReads?: ConsistentReadPolicy | undefined;
   clientPolicies?: ClientPolicy[] | undefined;
+  /** Flow-control limits; the defaults when absent. */
+  flow?: FlowControlLimits | undefined;
   resourceOptions?: Record<string, ResourceOptions> | undefined;
 }
 
@@ -78,6 +81,10 @@ export async function startGateway(config: GatewayConfig): Promise<Gateway> {
   });
   metrics.observeReviews(guard);
   const watchReauthorizer = new WatchReauthorizer(guard, security.watchReauthorizeMs);
+  const flow = new FlowController(
+    config.flow ?? limitsFrom({ requests: DEFAULT_SEATS.requests, upstream: DEFAULT_SEATS.upstream, queueWaitMs: DEFAULT_QUEUE_WAIT_MS, queueLength: DEFAULT_QUEUE_LENGTH }),
+  );
+  flow.observer = metrics.observeFlow(flow);
   const handlers = createHandlers({
     pools,
     metrics,
@@ -86,6 +93,7 @@ export async function startGateway(config: GatewayConfig): Promise<Gateway> {
     guard,
     cache,
     watchReauthorizer,
+    flow,
     clientPolicies: config.clientPolicies,
   });
   let listener: Listener;

@@ -4,6 +4,14 @@ import { parseArgs } from 'node:util';
 import type { LevelWithSilent } from 'pino';
 import type { AuthMode } from '../auth/authenticate.ts';
 import { parseDuration } from './duration.ts';
+import { DEFAULT_QUEUE_LENGTH, DEFAULT_QUEUE_WAIT_MS, DEFAULT_SEATS, type PriorityClass } from '../flow/flowcontrol.ts';
+
+export interface FlowLimitsInput {
+  requests: Record<PriorityClass, number>;
+  upstream: Record<PriorityClass, number>;
+  queueWaitMs: number;
+  queueLength: number;
+}
 import { DEFAULT_RESOURCES } from '../cache/resources.ts';
 import type { ConsistentReadPolicy, ResourceOptions } from '../cache/cache.ts';
 import { parseFieldSelector } from '../selectors/fields.ts';
@@ -26,6 +34,7 @@ export interface Options {
   authorizationAllowedTtlMs: number;
   authorizationDeniedTtlMs: number;
   watchReauthorizeMs: number;
+  flow: FlowLimitsInput;
   logLevel: LevelWithSilent;
   cache: string[];
   consistentReads: ConsistentReadPolicy;
@@ -81,6 +90,19 @@ Options:
   --cache-label-selector NAME=SELECTOR
                              the same with a label selector; repeatable
   --cache-index NAME=FIELD   index NAME by this field selector field too (pods=status.phase); repeatable
+  --max-requests-inflight N  reads (GET, LIST) served at once, from the cache or not; more wait in fair
+                             queues by user, then get 429 (default: ${DEFAULT_SEATS.requests.read}; 0 no limit)
+  --max-mutating-requests-inflight N
+                             writes at once (default: ${DEFAULT_SEATS.requests.mutating})
+  --max-longrunning-requests N
+                             watches and other long-running requests open at once (default: ${DEFAULT_SEATS.requests['long-running']})
+  --upstream-max-requests-inflight N, --upstream-max-mutating-requests-inflight N,
+  --upstream-max-longrunning-requests N
+                             the same bounds for requests sent on to the apiserver (defaults: ${DEFAULT_SEATS.upstream.read},
+                             ${DEFAULT_SEATS.upstream.mutating}, ${DEFAULT_SEATS.upstream['long-running']}); requests for a resource still syncing get
+                             429 with a growing Retry-After when these are full
+  --flow-queue-wait DURATION how long a request may wait for a seat (default: 15s)
+  --flow-queue-length N      requests one fair queue holds (default: ${DEFAULT_QUEUE_LENGTH})
   --log-level LEVEL          trace, debug, info (default), warn, error, silent
   -h, --help                 this text
 `;
@@ -111,6 +133,14 @@ export function parseOptions(argv: string[]): Options | 'help' {
         'authorization-cache-allowed-ttl': { type: 'string', default: '10s' },
         'authorization-cache-denied-ttl': { type: 'string', default: '2s' },
         'watch-reauthorize-interval': { type: 'string', default: '1m' },
+        'max-requests-inflight': { type: 'string' },
+        'max-mutating-requests-inflight': { type: 'string' },
+        'max-longrunning-requests': { type: 'string' },
+        'upstream-max-requests-inflight': { type: 'string' },
+        'upstream-max-mutating-requests-inflight': { type: 'string' },
+        'upstream-max-longrunning-requests': { type: 'string' },
+        'flow-queue-wait': { type: 'string' },
+        'flow-queue-length': { type: 'string' },
         'log-level': { type: 'string', default: 'info' },
         cache: { type: 'string', default: DEFAULT_RESOURCES.join(',') },
         'consistent-reads': { type: 'string', default: 'verify' },
@@ -137,6 +167,12 @@ export function parseOptions(argv: string[]): Options | 'help' {
   if (values['client-ca-file'] && !values['tls-cert-file']) {
     throw new UsageError('--client-ca-file needs TLS: give --tls-cert-file and --tls-private-key-file');
   }
+  const count = (flag: string, fallback: number): number => {
+    const v = (values as unknown as Record<string, string | undefined>)[flag];
+    if (v === undefined) return fallback;
+    if (!/^\d+$/.test(v)) throw new UsageError(`--${flag}: "${v}" is not a whole number`);
+    return Number(v);
+  };
   const duration = (flag: string): number => {
     try {
       return parseDuration((values as unknown as Record<string, string>)[flag]!);
@@ -159,6 +195,20 @@ export function parseOptions(argv: string[]): Options | 'help' {
     authorizationAllowedTtlMs: duration('authorization-cache-allowed-ttl'),
     authorizationDeniedTtlMs: duration('authorization-cache-denied-ttl'),
     watchReauthorizeMs: duration('watch-reauthorize-interval'),
+    flow: {
+      requests: {
+        read: count('max-requests-inflight', DEFAULT_SEATS.requests.read),
+        mutating: count('max-mutating-requests-inflight', DEFAULT_SEATS.requests.mutating),
+        'long-running': count('max-longrunning-requests', DEFAULT_SEATS.requests['long-running']),
+      },
+      upstream: {
+        read: count('upstream-max-requests-inflight', DEFAULT_SEATS.upstream.read),
+        mutating: count('upstream-max-mutating-requests-inflight', DEFAULT_SEATS.upstream.mutating),
+        'long-running': count('upstream-max-longrunning-requests', DEFAULT_SEATS.upstream['long-running']),
+      },
+      queueWaitMs: values['flow-queue-wait'] === undefined ? DEFAULT_QUEUE_WAIT_MS : duration('flow-queue-wait'),
+      queueLength: count('flow-queue-length', DEFAULT_QUEUE_LENGTH),
+    },
     logLevel: values['log-level'] as LevelWithSilent,
     cache: values.cache.split(',').map((r) => r.trim()).filter((r) => r !== ''),
     consistentReads: parseConsistentReads(values['consistent-reads']),

@@ -1,6 +1,7 @@
 // Levee's Prometheus metrics, on a private registry so tests and embedded uses stay isolated.
 // Names follow Prometheus conventions and mirror kube-apiserver's where the meaning is the same
 // (apiserver_request_total, apiserver_request_duration_seconds, apiserver_longrunning_requests).
+import type { FlowObserver } from '../flow/flowcontrol.ts';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Store } from '../store/store.ts';
 
@@ -78,6 +79,43 @@ export class GatewayMetrics {
       });
     counterOf('levee_token_reviews_total', 'TokenReviews sent upstream to authenticate bearer tokens.', () => reviewers.tokens.sent);
     counterOf('levee_subject_access_reviews_total', 'SubjectAccessReviews sent upstream to authorize requests.', () => reviewers.access.sent);
+  }
+
+  /**
+   * Flow control, per class (long-running, read, mutating) and stage (requests taken by Levee,
+   * requests sent upstream): seats in use and queued (read when scraped), wait time, rejections.
+   */
+  observeFlow(flow: { snapshot(): Array<{ cls: string; stage: string; inFlight: number; queued: number; seats: number }> }): FlowObserver {
+    const gauge = (name: string, help: string, read: (s: ReturnType<typeof flow.snapshot>[number]) => number): void =>
+      void new Gauge({
+        name,
+        help,
+        labelNames: ['class', 'stage'],
+        registers: [this.registry],
+        collect() {
+          for (const s of flow.snapshot()) this.set({ class: s.cls, stage: s.stage }, read(s));
+        },
+      });
+    gauge('levee_flowcontrol_current_inflight_requests', 'Requests holding a seat, by class and stage (requests: all Levee takes; upstream: forwards).', (s) => s.inFlight);
+    gauge('levee_flowcontrol_current_inqueue_requests', 'Requests waiting for a seat, by class and stage.', (s) => s.queued);
+    gauge('levee_flowcontrol_seats', 'Seats configured, by class and stage.', (s) => s.seats);
+    const wait = new Histogram({
+      name: 'levee_flowcontrol_request_wait_duration_seconds',
+      help: 'Time requests waited for a seat, by class and stage.',
+      labelNames: ['class', 'stage'],
+      buckets: [0, 0.001, 0.005, 0.025, 0.1, 0.5, 1, 2.5, 5, 15, 30],
+      registers: [this.registry],
+    });
+    const rejected = new Counter({
+      name: 'levee_flowcontrol_rejected_requests_total',
+      help: 'Requests answered 429, by class, stage and why (queue-full, timeout, cancelled).',
+      labelNames: ['class', 'stage', 'reason'],
+      registers: [this.registry],
+    });
+    return {
+      waited: (cls, stage, ms) => wait.observe({ class: cls, stage }, ms / 1000),
+      rejected: (cls, stage, why) => rejected.inc({ class: cls, stage, reason: why }),
+    };
   }
 
   /** The labels for a request, with path-derived values bounded. */

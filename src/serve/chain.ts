@@ -1,7 +1,7 @@
 // A request's life in Levee, in order: Levee's own endpoints, request info, authentication (a 401
 // for no acceptable credentials), then an answer from the cache (authorized first: a 403 exactly as
 // the apiserver's) or a forward under the identity the credential maps to upstream.
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { newInternalError, newUnauthorized } from '../api/status.ts';
@@ -19,6 +19,9 @@ import { isImpersonationHeader } from '../auth/impersonation.ts';
 import type { WatchReauthorizer } from '../auth/watchrecheck.ts';
 import { errorLine } from '../watch/encode.ts';
 import { clientPolicyFor, type ClientPolicy } from './clientpolicy.ts';
+import type { UserInfo } from '../auth/user.ts';
+import { classify, flowOf, isExempt, tooManyRequests, type FlowController } from '../flow/flowcontrol.ts';
+import type { Grant } from '../flow/fairqueue.ts';
 import type { Cache } from '../cache/cache.ts';
 import { decideRead, decideWatch, type ForwardReason } from './decide.ts';
 import { serveWatch } from './watchcache.ts';
@@ -35,6 +38,8 @@ export interface ChainDeps {
   guard: AccessGuard;
   cache?: Cache | undefined;
   watchReauthorizer?: WatchReauthorizer | undefined;
+  /** Flow control; without it every request is taken at once. */
+  flow?: FlowController | undefined;
   /** Consistent-read policies by client, ahead of the resource's own. */
   clientPolicies?: readonly ClientPolicy[] | undefined;
 }
@@ -78,6 +83,8 @@ export function createHandlers(deps: ChainDeps): Handlers {
     let source: Source = 'local';
     let code = 0;
     let longRunning = false;
+    let user: UserInfo | undefined;
+    const seats: Grant[] = [];
     try {
       if (local(req, res, path, q === -1 ? '' : url.slice(q + 1))) return;
       try {
@@ -95,18 +102,43 @@ export function createHandlers(deps: ChainDeps): Handlers {
         writeStatus(res, newUnauthorized());
         return;
       }
+      user = await deps.guard.userOf(credential);
+      // Flow control: a seat of the request's class, fairly shared between users, or a 429.
+      const flow = deps.flow && !isExempt(info, user) ? { cls: classify(info, longRunning), key: flowOf(user, flowFallback(credential, req)) } : undefined;
+      const cancelled = flow ? abortOnClose(res) : undefined;
+      if (flow) {
+        const seat = await deps.flow!.admit(flow.cls, flow.key, cancelled);
+        if ('code' in seat) {
+          writeStatus(res, seat);
+          return;
+        }
+        seats.push(seat);
+      }
+      let forwardReason: string | undefined;
       if ((!longRunning || info.verb === 'watch') && deps.cache) {
         const answered = await fromCache(info, req, res, credential, started, id);
-        if (answered !== undefined) {
+        if (typeof answered === 'number') {
           source = 'cache';
           code = answered;
           return;
         }
+        forwardReason = answered?.reason;
       }
       const auth = await deps.guard.upstreamAuth(credential, req.rawHeaders);
       if ('code' in auth) {
         writeStatus(res, auth);
         return;
+      }
+      if (flow) {
+        // The apiserver is protected by a bound of its own: what the cache cannot answer waits
+        // here, not there. Reads of a resource still warming up are told to come back later, a
+        // little later each time (KEP-4568), rather than pile up behind the bound.
+        const seat = await deps.flow!.admitUpstream(flow.cls, flow.key, cancelled);
+        if ('code' in seat) {
+          writeStatus(res, forwardReason === 'not-synced' ? tooManyRequests(warmupRetryAfter()) : seat);
+          return;
+        }
+        seats.push(seat);
       }
       source = 'upstream';
       const labels = requestLabels(info, req, source);
@@ -125,6 +157,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
         writeStatus(res, newInternalError('the request could not be handled'));
       }
     } finally {
+      for (const seat of seats) seat.release();
       code ||= res.statusCode;
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       if (info) {
@@ -139,6 +172,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
           path,
           resource: info?.resource || undefined,
           namespace: info?.namespace || undefined,
+          user: user?.username,
           code,
           source,
           latencyMs: Math.round(seconds * 1e6) / 1e3,
@@ -156,7 +190,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
     credential: Credential,
     arrivedAt: bigint,
     id: string,
-  ): Promise<number | undefined> => {
+  ): Promise<number | { reason: string } | undefined> => {
     const cached = deps.cache!.lookup(info.apiGroup, info.resource);
     const url = req.url ?? '/';
     const q = url.indexOf('?');
@@ -224,8 +258,13 @@ export function createHandlers(deps: ChainDeps): Handlers {
       }
     }
     if (decision.source === 'cache' || decision.reason !== 'not-a-read') metrics.forwards.inc({ reason });
-    return undefined;
+    return { reason };
   };
+
+  // Each rejection of a read of a resource still warming up asks the client to wait a little
+  // longer, up to 10 s, so a mass restart spreads out instead of retrying in lockstep.
+  let warmupRejections = 0;
+  const warmupRetryAfter = (): number => Math.min(10, 1 + Math.floor(warmupRejections++ / 100));
 
   const requestLabels = (info: RequestInfo, req: DownstreamRequest, source: Source) =>
     metrics.labels(
@@ -281,6 +320,19 @@ export function createHandlers(deps: ChainDeps): Handlers {
     request: (req, res) => void request(req, res),
     upgrade,
   };
+}
+
+/** Before the user is known (a token not reviewed), a hash of the credential stands for the flow. */
+function flowFallback(credential: Credential, req: DownstreamRequest): string {
+  if (credential.kind === 'token') return `token:${createHash('sha256').update(credential.token).digest('base64')}`;
+  return `address:${req.socket?.remoteAddress ?? ''}`;
+}
+
+/** Aborts when the client goes away, so a request waiting for a seat leaves its queue. */
+function abortOnClose(res: DownstreamResponse): AbortSignal {
+  const ac = new AbortController();
+  res.once('close', () => ac.abort());
+  return ac.signal;
 }
 
 function requestId(req: DownstreamRequest): string {
