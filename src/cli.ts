@@ -50,6 +50,7 @@ async function main(): Promise<number> {
     consistentReads: options.consistentReads,
     clientPolicies: options.clientPolicies,
     flow: limitsFrom(options.flow),
+    localRbac: options.localRbac,
     resourceOptions: options.resourceOptions,
   });
   await new Promise<void>((resolve) => {

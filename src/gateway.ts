@@ -12,6 +12,7 @@ import type { Upstream } from './upstream/credentials.ts';
 import type { AuthMode } from './auth/authenticate.ts';
 import { AccessGuard } from './auth/guard.ts';
 import { WatchReauthorizer } from './auth/watchrecheck.ts';
+import { LocalRbac, RBAC_RESOURCES } from './auth/rbac.ts';
 import { Cache, type ConsistentReadPolicy, type ResourceOptions } from './cache/cache.ts';
 
 export interface GatewayConfig {
@@ -25,6 +26,8 @@ export interface GatewayConfig {
   cache: string[];
   consistentReads?: ConsistentReadPolicy | undefined;
   clientPolicies?: ClientPolicy[] | undefined;
+  /** Evaluate RBAC from a cache of Roles and bindings before asking the apiserver. */
+  localRbac?: boolean | undefined;
   /** Flow-control limits; the defaults when absent. */
   flow?: FlowControlLimits | undefined;
   resourceOptions?: Record<string, ResourceOptions> | undefined;
@@ -66,7 +69,15 @@ export async function startGateway(config: GatewayConfig): Promise<Gateway> {
   const pools = new UpstreamPools(config.upstream);
   const metrics = new GatewayMetrics();
   const health = new Health();
-  const cache = config.cache.length > 0 ? new Cache(pools, config.cache, config.logger, metrics.cache, config.consistentReads, config.resourceOptions) : undefined;
+  const specs = config.localRbac ? [...new Set([...config.cache, ...RBAC_RESOURCES])] : config.cache;
+  const cache = specs.length > 0 ? new Cache(pools, specs, config.logger, metrics.cache, config.consistentReads, config.resourceOptions) : undefined;
+  const localRbac =
+    config.localRbac && cache
+      ? new LocalRbac((spec) => {
+          const dot = spec.indexOf('.');
+          return cache.lookup(spec.slice(dot + 1), spec.slice(0, dot));
+        })
+      : undefined;
   if (cache) {
     health.addReadyCheck('cache-synced', () => cache.synced);
     cache.start();
@@ -78,6 +89,7 @@ export async function startGateway(config: GatewayConfig): Promise<Gateway> {
     rejectedTtlMs: security.tokenNegativeCacheTtlMs,
     allowedTtlMs: security.authorizationAllowedTtlMs,
     deniedTtlMs: security.authorizationDeniedTtlMs,
+    localRbac,
   });
   metrics.observeReviews(guard);
   const watchReauthorizer = new WatchReauthorizer(guard, security.watchReauthorizeMs);

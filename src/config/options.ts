@@ -35,6 +35,7 @@ export interface Options {
   authorizationDeniedTtlMs: number;
   watchReauthorizeMs: number;
   flow: FlowLimitsInput;
+  localRbac: boolean;
   logLevel: LevelWithSilent;
   cache: string[];
   consistentReads: ConsistentReadPolicy;
@@ -70,6 +71,9 @@ Options:
                              how long an allowed SubjectAccessReview is reused (default: 10s)
   --authorization-cache-denied-ttl DURATION
                              how long a denied one is reused (default: 2s)
+  --authorization-local-rbac  evaluate RBAC from a cache of Roles, ClusterRoles and bindings: what RBAC
+                             grants is allowed with no review upstream, the rest is still reviewed. Only for
+                             clusters whose authorizer chain includes RBAC with no deny before it
   --watch-reauthorize-interval DURATION
                              how often a watch answered from the cache is authorized again, ended when
                              access is gone; 0 never (default: 1m)
@@ -133,6 +137,7 @@ export function parseOptions(argv: string[]): Options | 'help' {
         'authorization-cache-allowed-ttl': { type: 'string', default: '10s' },
         'authorization-cache-denied-ttl': { type: 'string', default: '2s' },
         'watch-reauthorize-interval': { type: 'string', default: '1m' },
+        'authorization-local-rbac': { type: 'boolean', default: false },
         'max-requests-inflight': { type: 'string' },
         'max-mutating-requests-inflight': { type: 'string' },
         'max-longrunning-requests': { type: 'string' },
@@ -195,6 +200,7 @@ export function parseOptions(argv: string[]): Options | 'help' {
     authorizationAllowedTtlMs: duration('authorization-cache-allowed-ttl'),
     authorizationDeniedTtlMs: duration('authorization-cache-denied-ttl'),
     watchReauthorizeMs: duration('watch-reauthorize-interval'),
+    localRbac: values['authorization-local-rbac'],
     flow: {
       requests: {
         read: count('max-requests-inflight', DEFAULT_SEATS.requests.read),

@@ -66,7 +66,7 @@ export class GatewayMetrics {
    * Reviews sent upstream, read from the reviewers when scraped: how much authenticating and
    * authorizing clients costs the apiserver (decisions answered from Levee's caches are not sent).
    */
-  observeReviews(reviewers: { tokens: { sent: number }; access: { sent: number } }): void {
+  observeReviews(reviewers: { tokens: { sent: number }; access: { sent: number; allowedLocally: number } }): void {
     const counterOf = (name: string, help: string, read: () => number): void =>
       void new Counter({
         name,
@@ -79,6 +79,7 @@ export class GatewayMetrics {
       });
     counterOf('levee_token_reviews_total', 'TokenReviews sent upstream to authenticate bearer tokens.', () => reviewers.tokens.sent);
     counterOf('levee_subject_access_reviews_total', 'SubjectAccessReviews sent upstream to authorize requests.', () => reviewers.access.sent);
+    counterOf('levee_authorization_local_rbac_allowed_total', 'Authorization decisions RBAC allowed from Levee\'s cache of roles and bindings, with no review sent.', () => reviewers.access.allowedLocally);
   }
 
   /**

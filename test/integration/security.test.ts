@@ -24,6 +24,7 @@ let env: TestEnv;
 let admin: Agent;
 let levee: LeveeProcess;
 let anonymousLevee: LeveeProcess;
+let localRbacLevee: LeveeProcess;
 let leveeToken: string;
 let readerToken: string;
 const agents = new Map<string, Agent>();
@@ -174,15 +175,16 @@ before(async () => {
 
   const kc = writeKubeconfig(env.server, env.caFile, leveeToken);
   const common = ['--cache', 'configmaps,pods,namespaces', '--client-ca-file', env.caFile];
-  [levee, anonymousLevee] = await Promise.all([
+  [levee, anonymousLevee, localRbacLevee] = await Promise.all([
     startLevee({ kubeconfig: kc, tls: env.leveeServing, extra: common }),
     startLevee({ kubeconfig: kc, tls: env.leveeServing, extra: [...common, '--anonymous-auth'] }),
+    startLevee({ kubeconfig: kc, tls: env.leveeServing, extra: [...common, '--authorization-local-rbac'] }),
   ]);
-  for (const l of [levee, anonymousLevee]) await waitReady(l);
+  for (const l of [levee, anonymousLevee, localRbacLevee]) await waitReady(l);
 });
 
 after(async () => {
-  await Promise.all([levee?.stop(), anonymousLevee?.stop()]);
+  await Promise.all([levee?.stop(), anonymousLevee?.stop(), localRbacLevee?.stop()]);
   for (const ns of [nsA, nsB]) await send('DELETE', `${env.server}/api/v1/namespaces/${ns}`, admin, env.tokens.admin);
   for (const kind of ['clusterroles', 'clusterrolebindings']) {
     await send('DELETE', `${env.server}/apis/rbac.authorization.k8s.io/v1/${kind}/get-${nsA}-${run}`, admin, env.tokens.admin);
@@ -228,7 +230,9 @@ async function continueTokens(origin: string): Promise<Map<string, string>> {
   return tokens;
 }
 
-test('every cell of the identity × verb × resource × namespace matrix gets the apiserver\'s answer', async () => {
+for (const variant of ['SubjectAccessReviews', 'RBAC evaluated locally'] as const) {
+test(`every cell of the identity × verb × resource × namespace matrix gets the apiserver's answer (${variant})`, async () => {
+  const target = variant === 'SubjectAccessReviews' ? levee : localRbacLevee;
   const identities: Who[] = [
     { label: 'admin (token)', token: () => env.tokens.admin },
     { label: 'alice (token, reads namespace A)', token: () => env.tokens.alice },
@@ -245,14 +249,14 @@ test('every cell of the identity × verb × resource × namespace matrix gets th
     { label: 'bob (token) as admin, not allowed', token: () => env.tokens.bob, impersonate: 'admin' },
   ];
   const direct = cells(await continueTokens(env.server));
-  const through = cells(await continueTokens(levee.url.origin));
+  const through = cells(await continueTokens(target.url.origin));
   const jobs: Array<() => Promise<string | undefined>> = [];
   const codes = new Map<number, number>();
   for (const who of identities) {
     for (let i = 0; i < direct.length; i++) {
       const [what, path, watch] = direct[i]!;
       jobs.push(async () => {
-        const [a, b] = await Promise.all([ask(env.server, who, path, watch), ask(levee.url.origin, who, through[i]![1], watch)]);
+        const [a, b] = await Promise.all([ask(env.server, who, path, watch), ask(target.url.origin, who, through[i]![1], watch)]);
         codes.set(a.status, (codes.get(a.status) ?? 0) + 1);
         if (who.refusalWordingDiffers && a.status === 403 && b.status === 403) {
           const reason = (JSON.parse(b.body) as { message: string }).message;
@@ -278,7 +282,13 @@ test('every cell of the identity × verb × resource × namespace matrix gets th
   assert.deepEqual(mismatches, []);
   // The matrix means something only if it holds both outcomes in quantity.
   assert.ok((codes.get(200) ?? 0) > 50 && (codes.get(403) ?? 0) > 50, JSON.stringify([...codes]));
+  if (variant === 'RBAC evaluated locally') {
+    const metrics = await (await request(`${target.url.origin}/metrics`, { dispatcher: admin })).body.text();
+    const local = Number(/levee_authorization_local_rbac_allowed_total (\d+)/.exec(metrics)?.[1]);
+    assert.ok(local > 10, `RBAC allowed only ${local} decisions locally`);
+  }
 });
+}
 
 test('without credentials: 401 by default; with --anonymous-auth, system:anonymous as the apiserver decides', async () => {
   const nobody: Who = { label: 'anonymous' };
@@ -336,12 +346,13 @@ test('modes: trust-loopback acts as Levee for requests without credentials, none
   }
 });
 
-test('revoking a role ends a running watch served from the cache with a 403 ERROR event', async () => {
+for (const local of [false, true]) {
+test(`revoking a role ends a running watch served from the cache with a 403 ERROR event${local ? ' (RBAC evaluated locally)' : ''}`, async () => {
   const kc = writeKubeconfig(env.server, env.caFile, leveeToken);
   const quick = await startLevee({
     kubeconfig: kc,
     tls: env.leveeServing,
-    extra: ['--cache', 'configmaps', '--watch-reauthorize-interval', '1s', '--authorization-cache-allowed-ttl', '500ms'],
+    extra: ['--cache', 'configmaps', '--watch-reauthorize-interval', '1s', '--authorization-cache-allowed-ttl', '500ms', ...(local ? ['--authorization-local-rbac'] : [])],
   });
   try {
     await waitReady(quick);
@@ -377,6 +388,7 @@ test('revoking a role ends a running watch served from the cache with a 403 ERRO
     await quick.stop();
   }
 });
+}
 
 test('the serving certificate is reloaded when its files change', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'levee-certs-'));

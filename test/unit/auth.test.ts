@@ -9,6 +9,7 @@ import { ReviewCache } from '../../src/auth/reviewcache.ts';
 import { splitServiceAccount, userKey, withAuthenticatedGroup } from '../../src/auth/user.ts';
 import { parseDuration } from '../../src/config/duration.ts';
 import { clientPolicyFor, parseClientPolicy } from '../../src/serve/clientpolicy.ts';
+import { ruleAllows } from '../../src/auth/rbac.ts';
 
 test('bearer tokens are read as the apiserver reads them', () => {
   assert.equal(bearerToken('Bearer abc'), 'abc');
@@ -129,4 +130,26 @@ test('consistent-read policies by client: parsed with names that hold colons, fi
   for (const bad of ['user:alice', 'alice=cache', 'user:=cache', 'user:alice=sometimes', 'robot:x=cache', 'serviceaccount:x=cache']) {
     assert.throws(() => parseClientPolicy(bad), Error, bad);
   }
+});
+
+test('RBAC rules match as the apiserver matches them', () => {
+  const attrs = (verb: string, group: string, resource: string, subresource = '', name = '') => ({ verb, group, resource, subresource, namespace: 'ns', name });
+  const rule = { verbs: ['get', 'list'], apiGroups: [''], resources: ['pods', 'pods/log'] };
+  assert.equal(ruleAllows(rule, attrs('get', '', 'pods')), true);
+  assert.equal(ruleAllows(rule, attrs('watch', '', 'pods')), false);
+  assert.equal(ruleAllows(rule, attrs('get', 'apps', 'pods')), false);
+  assert.equal(ruleAllows(rule, attrs('get', '', 'pods', 'log')), true);
+  assert.equal(ruleAllows(rule, attrs('get', '', 'pods', 'exec')), false);
+  assert.equal(ruleAllows({ verbs: ['*'], apiGroups: ['*'], resources: ['*/scale'] }, attrs('get', 'apps', 'deployments', 'scale')), true);
+  assert.equal(ruleAllows({ verbs: ['*'], apiGroups: ['*'], resources: ['*/scale'] }, attrs('get', 'apps', 'deployments')), false);
+  assert.equal(ruleAllows({ verbs: ['*'], apiGroups: ['*'], resources: ['*'] }, attrs('delete', 'x.io', 'things', 'status')), true);
+  const named = { verbs: ['get'], apiGroups: [''], resources: ['configmaps'], resourceNames: ['a'] };
+  assert.equal(ruleAllows(named, attrs('get', '', 'configmaps', '', 'a')), true);
+  assert.equal(ruleAllows(named, attrs('get', '', 'configmaps', '', 'b')), false);
+  assert.equal(ruleAllows(named, attrs('get', '', 'configmaps', '', '')), false, 'a name-limited rule does not grant the collection');
+  const urls = { verbs: ['get'], nonResourceURLs: ['/healthz', '/apis/*'] };
+  assert.equal(ruleAllows(urls, { verb: 'get', path: '/healthz' }), true);
+  assert.equal(ruleAllows(urls, { verb: 'get', path: '/apis/apps/v1' }), true);
+  assert.equal(ruleAllows(urls, { verb: 'get', path: '/api' }), false);
+  assert.equal(ruleAllows(rule, { verb: 'get', path: '/healthz' }), false, 'a resource rule grants no path');
 });
