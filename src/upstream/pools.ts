@@ -12,6 +12,7 @@ export type TrafficClass = 'request' | 'longRunning';
 const HEADERS_TIMEOUT_MS = 120_000;
 // Between two body chunks of a short request. Backpressure from a slow client pauses this timer.
 const REQUEST_BODY_TIMEOUT_MS = 120_000;
+const OWN_REQUEST_CONNECTIONS = 32;
 
 export class UpstreamPools {
   readonly upstream: Upstream;
@@ -37,6 +38,9 @@ export class UpstreamPools {
     if (!pool) {
       const options = {
         connect: this.connector(identity),
+        // Levee's own requests (reviews, probes) share a few connections: a mass restart of
+        // thousands of clients would otherwise open a TLS connection upstream for each review.
+        connections: identity === 'own' && traffic === 'request' ? OWN_REQUEST_CONNECTIONS : null,
         allowH2: false,
         pipelining: 1,
         headersTimeout: HEADERS_TIMEOUT_MS,

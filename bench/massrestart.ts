@@ -1,0 +1,345 @@
+// A mass restart of DaemonSet agents: K agents, each with its own service-account token and its own
+// HTTP/2 connection, start at the same instant. Each does what a node agent's informers do: LIST
+// the pods on its node and its Node (resourceVersion=0), then WATCH both from the lists'
+// resourceVersions. An agent is synced when both watches are open. 429s are retried after their
+// Retry-After, other failures with client-go's backoff; both are counted.
+//
+// Measured in one run, first directly against the apiserver, then through Levee (started and
+// synced beforehand, as a gateway is when the agents' nodes restart): the time until every agent
+// is synced, sync and request latency, requests that reached the apiserver (its own
+// apiserver_request_total), its CPU and memory, and errors.
+//
+//   npm run bench:massrestart                 # 2,000 agents over the 1,000 nodes of the generated cluster
+//   npm run bench:massrestart -- --agents 500
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { connect, constants, type ClientHttp2Session } from 'node:http2';
+import { Agent } from 'undici';
+import { loadEnv } from '../test/env/testenv.ts';
+import { startLevee, writeKubeconfig, type LeveeProcess } from '../test/support/levee.ts';
+import { kubectl } from '../test/support/kubectl.ts';
+import { call, must, pool } from './lib/client.ts';
+import { ensureCluster, type ClusterSize } from './lib/pods.ts';
+import { cpuSeconds, rssBytes, testenvPids } from './lib/watchproc.ts';
+import { metric, parseMetrics, type Sample } from './lib/prom.ts';
+import { quantile } from './lib/stats.ts';
+
+const { values } = parseArgs({ options: { agents: { type: 'string', default: '2000' } } });
+const K = Number(values.agents);
+const env = loadEnv();
+const ca = readFileSync(env.caFile);
+const admin = new Agent({ connect: { ca }, allowH2: false, connections: 32 });
+const token = env.tokens.admin;
+const log = (line: string): void => void process.stderr.write(`${line}\n`);
+const AGENTS_NS = 'levee-agents';
+
+// The cluster of the watch benchmark: 5,000 realistic pods on 1,000 nodes (reused when present).
+const size: ClusterSize = { pods: 5000, nodes: 1000, namespaces: 10, apps: 100 };
+const { layout } = await ensureCluster({ server: env.server, dispatcher: admin, token, size, concurrency: 32, log, etcd: env.etcd });
+const nodeOf = (i: number): string => layout.nodes[i % layout.nodes.length]!;
+
+// K identities: a service account each, in one namespace whose accounts may read pods and nodes.
+await must([201, 409], admin, token, 'POST', `${env.server}/api/v1/namespaces`, { metadata: { name: AGENTS_NS } });
+await must([201, 409], admin, token, 'POST', `${env.server}/apis/rbac.authorization.k8s.io/v1/clusterroles`, {
+  metadata: { name: 'levee-bench-agent' },
+  rules: [
+    { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
+    { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
+  ],
+});
+await must([201, 409], admin, token, 'POST', `${env.server}/apis/rbac.authorization.k8s.io/v1/clusterrolebindings`, {
+  metadata: { name: 'levee-bench-agent' },
+  roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'levee-bench-agent' },
+  subjects: [{ kind: 'Group', name: `system:serviceaccounts:${AGENTS_NS}`, apiGroup: 'rbac.authorization.k8s.io' }],
+});
+const tokens: string[] = [];
+async function tokenFor(namespace: string, name: string): Promise<string> {
+  const r = await must([201], admin, token, 'POST', `${env.server}/api/v1/namespaces/${namespace}/serviceaccounts/${name}/token`, {
+    apiVersion: 'authentication.k8s.io/v1',
+    kind: 'TokenRequest',
+    spec: { expirationSeconds: 7200 },
+  });
+  return (JSON.parse(r.body) as { status: { token: string } }).status.token;
+}
+await pool(K, 32, async (i) => {
+  await must([201, 409], admin, token, 'POST', `${env.server}/api/v1/namespaces/${AGENTS_NS}/serviceaccounts`, { metadata: { name: `agent-${i}` } });
+  tokens[i] = await tokenFor(AGENTS_NS, `agent-${i}`);
+});
+log(`${K} agent identities ready, over ${layout.nodes.length} nodes`);
+
+// ---------------------------------------------------------------- one agent
+
+interface AgentResult {
+  syncedMs: number;
+  requests: number;
+  throttled: number;
+  errors: Record<string, number>;
+  latenciesMs: number[];
+}
+
+interface Fleet {
+  sessions: ClientHttp2Session[];
+  streams: Array<{ close(): void }>;
+  synced: number;
+}
+
+function h2get(session: ClientHttp2Session, path: string, tok: string): Promise<{ status: number; body: string; retryAfter: number }> {
+  return new Promise((resolvePromise, reject) => {
+    const s = session.request({ ':path': path, authorization: `Bearer ${tok}`, accept: 'application/json' });
+    // A stream that never answers is a failure to retry, as client-go's request timeout makes it.
+    const timer = setTimeout(() => s.close(constants.NGHTTP2_CANCEL), 60_000);
+    let status = 0;
+    let retryAfter = 0;
+    const chunks: Buffer[] = [];
+    s.on('response', (h) => {
+      status = Number(h[constants.HTTP2_HEADER_STATUS]);
+      retryAfter = Number(h['retry-after'] ?? 0);
+    });
+    s.on('data', (c: Buffer) => chunks.push(c));
+    s.on('end', () => resolvePromise({ status, body: Buffer.concat(chunks).toString(), retryAfter }));
+    s.on('close', () => {
+      clearTimeout(timer);
+      if (status === 0) reject(Object.assign(new Error('stream closed'), { code: 'closed' }));
+    });
+    s.on('error', reject);
+  });
+}
+
+/** Opens a watch; resolves with its status once the response head arrives. The stream stays open. */
+function h2watch(session: ClientHttp2Session, path: string, tok: string, fleet: Fleet): Promise<{ status: number; retryAfter: number }> {
+  return new Promise((resolvePromise, reject) => {
+    const s = session.request({ ':path': path, authorization: `Bearer ${tok}`, accept: 'application/json' });
+    s.on('response', (h) => {
+      const status = Number(h[constants.HTTP2_HEADER_STATUS]);
+      if (status === 200) {
+        fleet.streams.push({ close: () => s.close() });
+        s.on('data', () => undefined);
+      } else {
+        s.resume();
+      }
+      resolvePromise({ status, retryAfter: Number(h['retry-after'] ?? 0) });
+    });
+    s.on('error', reject);
+  });
+}
+
+async function runAgent(origin: string, i: number, t0: number, fleet: Fleet): Promise<AgentResult> {
+  const tok = tokens[i]!;
+  const node = nodeOf(i);
+  // One connection per agent, opened again when it breaks (as client-go's transport does).
+  let current: ClientHttp2Session | undefined;
+  const sessionNow = (): ClientHttp2Session => {
+    if (!current || current.destroyed || current.closed) {
+      current = connect(origin, { ca });
+      current.on('error', () => undefined);
+      fleet.sessions.push(current);
+    }
+    return current;
+  };
+  const r: AgentResult = { syncedMs: 0, requests: 0, throttled: 0, errors: {}, latenciesMs: [] };
+  // client-go: 429 waits its Retry-After; anything else backs off from 800 ms, doubling to 30 s.
+  const attempt = async <T extends { status: number; retryAfter: number }>(f: () => Promise<T>): Promise<T> => {
+    let backoff = 800;
+    for (;;) {
+      const started = performance.now();
+      r.requests++;
+      let a: T | undefined;
+      try {
+        a = await f();
+      } catch (err) {
+        const code = (err as { code?: string }).code ?? 'error';
+        r.errors[code] = (r.errors[code] ?? 0) + 1;
+      }
+      r.latenciesMs.push(performance.now() - started);
+      if (a?.status === 200) return a;
+      if (a?.status === 429) {
+        r.throttled++;
+        await new Promise((w) => setTimeout(w, Math.max(1, a.retryAfter) * 1000));
+        continue;
+      }
+      if (a) r.errors[String(a.status)] = (r.errors[String(a.status)] ?? 0) + 1;
+      await new Promise((w) => setTimeout(w, backoff * (0.5 + Math.random())));
+      backoff = Math.min(backoff * 2, 30_000);
+    }
+  };
+  const podsPath = `/api/v1/pods?fieldSelector=${encodeURIComponent(`spec.nodeName=${node}`)}`;
+  const nodesPath = `/api/v1/nodes?fieldSelector=${encodeURIComponent(`metadata.name=${node}`)}`;
+  const rvOf = (body: string): string => (JSON.parse(body) as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
+  const [pods, nodes] = await Promise.all([
+    attempt(() => h2get(sessionNow(), `${podsPath}&resourceVersion=0`, tok)),
+    attempt(() => h2get(sessionNow(), `${nodesPath}&resourceVersion=0`, tok)),
+  ]);
+  const watch = (path: string, rv: string) =>
+    attempt(() => h2watch(sessionNow(), `${path}&watch=true&allowWatchBookmarks=true&resourceVersion=${rv}&timeoutSeconds=${600 + (i % 60)}`, tok, fleet));
+  await Promise.all([watch(podsPath, rvOf(pods.body)), watch(nodesPath, rvOf(nodes.body))]);
+  r.syncedMs = performance.now() - t0;
+  fleet.synced++;
+  return r;
+}
+
+// ---------------------------------------------------------------- one phase
+
+async function apiserverMetrics(): Promise<Sample[]> {
+  return parseMetrics((await must([200], admin, token, 'GET', `${env.server}/metrics`)).body);
+}
+
+/** apiserver_request_total summed by verb and resource, the apiserver's own count of what it served. */
+function requestCounts(samples: Sample[]): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const s of samples) {
+    // A watch is counted in apiserver_request_total only when it ends; open ones are in this gauge.
+    if (s.name === 'apiserver_longrunning_requests' && s.labels.verb === 'WATCH') {
+      const key = `WATCH ${s.labels.group ? `${s.labels.resource}.${s.labels.group}` : s.labels.resource} (open)`;
+      out.set(key, (out.get(key) ?? 0) + s.value);
+      continue;
+    }
+    if (s.name !== 'apiserver_request_total') continue;
+    const key = `${s.labels.verb} ${s.labels.group ? `${s.labels.resource}.${s.labels.group}` : s.labels.resource || '(non-resource)'}${s.labels.subresource ? `/${s.labels.subresource}` : ''}`;
+    out.set(key, (out.get(key) ?? 0) + s.value);
+  }
+  return out;
+}
+
+interface Phase {
+  target: string;
+  agents: number;
+  allSyncedMs: number;
+  syncP50Ms: number;
+  syncP99Ms: number;
+  requestP99Ms: number;
+  requests: number;
+  throttled: number;
+  errors: Record<string, number>;
+  upstreamRequests: number;
+  upstreamByKind: Record<string, number>;
+  apiserverCpuSeconds: number;
+  etcdCpuSeconds: number;
+  apiserverRssPeakMb: number;
+  apiserverRssBeforeMb: number;
+  leveeCpuSeconds?: number | undefined;
+  leveeRssPeakMb?: number | undefined;
+}
+
+async function phase(target: string, origin: string, levee?: LeveeProcess): Promise<Phase> {
+  const pids = testenvPids();
+  const before = requestCounts(await apiserverMetrics());
+  const cpu0 = { api: cpuSeconds(pids.apiserver!) ?? 0, etcd: cpuSeconds(pids.etcd!) ?? 0, levee: levee ? cpuSeconds(levee.pid) ?? 0 : 0 };
+  const rssBefore = rssBytes(pids.apiserver!) ?? 0;
+  let rssPeak = rssBefore;
+  let leveePeak = levee ? levee.rss() : 0;
+  const sampler = setInterval(() => {
+    rssPeak = Math.max(rssPeak, rssBytes(pids.apiserver!) ?? 0);
+    if (levee) leveePeak = Math.max(leveePeak, levee.rss());
+  }, 100);
+  const fleet: Fleet = { sessions: [], streams: [], synced: 0 };
+  const t0 = performance.now();
+  const progress = setInterval(() => log(`${target}: ${fleet.synced}/${K} synced after ${((performance.now() - t0) / 1000).toFixed(0)} s`), 5000);
+  const results = await Promise.all(Array.from({ length: K }, (_, i) => runAgent(origin, i, t0, fleet)));
+  const allSynced = performance.now() - t0;
+  clearInterval(sampler);
+  clearInterval(progress);
+  const cpu1 = { api: cpuSeconds(pids.apiserver!) ?? 0, etcd: cpuSeconds(pids.etcd!) ?? 0, levee: levee ? cpuSeconds(levee.pid) ?? 0 : 0 };
+  const after = requestCounts(await apiserverMetrics());
+  for (const s of fleet.streams) s.close();
+  for (const s of fleet.sessions) s.destroy();
+  const byKind: Record<string, number> = {};
+  let upstream = 0;
+  for (const [k, v] of after) {
+    const d = v - (before.get(k) ?? 0);
+    // The benchmark's own two scrapes of /metrics are not the agents'.
+    const own = k === 'get (non-resource)' ? 1 : 0;
+    if (d - own > 0) {
+      byKind[k] = d - own;
+      upstream += d - own;
+    }
+  }
+  const errors: Record<string, number> = {};
+  for (const r of results) for (const [k, v] of Object.entries(r.errors)) errors[k] = (errors[k] ?? 0) + v;
+  const syncs = results.map((r) => r.syncedMs);
+  return {
+    target,
+    agents: K,
+    allSyncedMs: allSynced,
+    syncP50Ms: quantile(syncs, 0.5),
+    syncP99Ms: quantile(syncs, 0.99),
+    requestP99Ms: quantile(results.flatMap((r) => r.latenciesMs), 0.99),
+    requests: results.reduce((n, r) => n + r.requests, 0),
+    throttled: results.reduce((n, r) => n + r.throttled, 0),
+    errors,
+    upstreamRequests: upstream,
+    upstreamByKind: byKind,
+    apiserverCpuSeconds: cpu1.api - cpu0.api,
+    etcdCpuSeconds: cpu1.etcd - cpu0.etcd,
+    apiserverRssPeakMb: rssPeak / 1e6,
+    apiserverRssBeforeMb: rssBefore / 1e6,
+    leveeCpuSeconds: levee ? cpu1.levee - cpu0.levee : undefined,
+    leveeRssPeakMb: levee ? leveePeak / 1e6 : undefined,
+  };
+}
+
+// ---------------------------------------------------------------- run
+
+const direct = await phase('apiserver directly', env.server);
+log(`direct: all ${K} synced in ${direct.allSyncedMs.toFixed(0)} ms`);
+await new Promise((r) => setTimeout(r, 5000));
+
+const applied = await kubectl(env.kubectl, env.kubeconfig, ['apply', '-f', resolve(import.meta.dirname, '../deploy/rbac.yaml')]);
+if (applied.code !== 0) throw new Error(applied.stderr);
+const levee = await startLevee({
+  kubeconfig: writeKubeconfig(env.server, env.caFile, await tokenFor('levee', 'levee')),
+  tls: env.leveeServing,
+  extra: ['--cache', 'pods,nodes', '--authorization-local-rbac'],
+});
+for (let i = 0; ; i++) {
+  const ready = await call(admin, token, 'GET', `${levee.url.origin}/readyz`);
+  if (ready.status === 200) break;
+  if (i > 600) throw new Error('levee never became ready');
+  await new Promise((r) => setTimeout(r, 100));
+}
+const via = await phase('through Levee', levee.url.origin, levee);
+const leveeMetrics = parseMetrics((await call(admin, token, 'GET', `${levee.url.origin}/metrics`)).body);
+await levee.stop();
+await admin.close();
+log(`levee: all ${K} synced in ${via.allSyncedMs.toFixed(0)} ms`);
+
+const reviews = {
+  tokenReviews: metric(leveeMetrics, 'levee_token_reviews_total') ?? 0,
+  subjectAccessReviews: metric(leveeMetrics, 'levee_subject_access_reviews_total') ?? 0,
+};
+const report = { benchmark: 'massrestart', date: new Date().toISOString(), node: process.version, apiserver: env.version, agents: K, nodes: layout.nodes.length, pods: layout.pods.length, direct, via, leveeReviewsSinceStart: reviews };
+const out = resolve(import.meta.dirname, 'results');
+mkdirSync(out, { recursive: true });
+writeFileSync(resolve(out, 'massrestart.json'), JSON.stringify(report, null, 2) + '\n');
+
+const f0 = (x: number) => x.toFixed(0);
+const f1 = (x: number) => x.toFixed(1);
+const errs = (e: Record<string, number>) => Object.entries(e).map(([k, v]) => `${k}×${v}`).join(' ') || 'none';
+const kinds = (p: Phase) => Object.entries(p.upstreamByKind).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v}`).join(', ');
+const md = `# Mass restart: ${K} agents at once
+
+${report.date}, Kubernetes ${env.version}, Node ${process.version}; ${layout.pods.length} pods on ${layout.nodes.length} nodes, ${K} agents
+(service accounts, one HTTP/2 connection each) on ${Math.min(K, layout.nodes.length)} nodes. Each agent LISTs the pods on its node
+and its Node (resourceVersion=0), then WATCHes both; synced = both watches open. 429s are retried after Retry-After.
+Directly first, then through Levee (\`--cache pods,nodes --authorization-local-rbac\`, synced before the agents start, running as
+deploy/rbac.yaml's account). Watches that reached the apiserver are counted while open (apiserver_longrunning_requests).
+
+| | apiserver directly | through Levee | ratio |
+|---|---:|---:|---:|
+| all agents synced, ms | ${f0(direct.allSyncedMs)} | ${f0(via.allSyncedMs)} | ${(direct.allSyncedMs / via.allSyncedMs).toFixed(1)}× sooner |
+| agent sync p50 / p99, ms | ${f0(direct.syncP50Ms)} / ${f0(direct.syncP99Ms)} | ${f0(via.syncP50Ms)} / ${f0(via.syncP99Ms)} | - |
+| request latency p99, ms | ${f0(direct.requestP99Ms)} | ${f0(via.requestP99Ms)} | - |
+| requests sent by agents (429s retried) | ${direct.requests} (${direct.throttled} × 429) | ${via.requests} (${via.throttled} × 429) | - |
+| errors other than 429 | ${errs(direct.errors)} | ${errs(via.errors)} | - |
+| requests that reached the apiserver | ${direct.upstreamRequests} | ${via.upstreamRequests} | ${(direct.upstreamRequests / Math.max(1, via.upstreamRequests)).toFixed(1)}× fewer |
+| apiserver CPU, s | ${f1(direct.apiserverCpuSeconds)} | ${f1(via.apiserverCpuSeconds)} | - |
+| etcd CPU, s | ${f1(direct.etcdCpuSeconds)} | ${f1(via.etcdCpuSeconds)} | - |
+| apiserver RSS before → peak, MB | ${f0(direct.apiserverRssBeforeMb)} → ${f0(direct.apiserverRssPeakMb)} | ${f0(via.apiserverRssBeforeMb)} → ${f0(via.apiserverRssPeakMb)} | - |
+| Levee CPU, s / RSS peak, MB | - | ${f1(via.leveeCpuSeconds ?? 0)} / ${f0(via.leveeRssPeakMb ?? 0)} | - |
+
+What reached the apiserver, by verb and resource:
+- directly: ${kinds(direct)}
+- through Levee: ${kinds(via)}
+`;
+writeFileSync(resolve(out, 'massrestart.md'), md);
+console.log(md);
