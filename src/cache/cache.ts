@@ -49,6 +49,7 @@ export class Cache {
   readonly #specs: string[];
   readonly #failed = new Map<string, string>();
   #stopped = false;
+  #watchesEnded = false;
 
   readonly #policy: ConsistentReadPolicy;
 
@@ -123,6 +124,7 @@ export class Cache {
       },
     });
     const watchers = new WatcherRegistry(store);
+    if (this.#watchesEnded) watchers.endAll();
     this.#byGroupResource.set(`${info.group}/${info.resource}`, {
       name,
       info,
@@ -163,6 +165,12 @@ export class Cache {
 
   get synced(): boolean {
     return this.unsynced().length === 0;
+  }
+
+  /** Ends every watch served from the cache, and any begun from now on (shutdown). */
+  endWatches(): void {
+    this.#watchesEnded = true;
+    for (const r of this.resources) r.watchers.endAll();
   }
 
   async stop(): Promise<void> {

@@ -27,6 +27,8 @@ export interface Options {
   authorizationDeniedTtlMs: number;
   watchReauthorizeMs: number;
   logLevel: LevelWithSilent;
+  shutdownGraceMs: number;
+  shutdownDelayMs: number;
   cache: string[];
   consistentReads: ConsistentReadPolicy;
   clientPolicies: ClientPolicy[];
@@ -81,6 +83,12 @@ Options:
   --cache-label-selector NAME=SELECTOR
                              the same with a label selector; repeatable
   --cache-index NAME=FIELD   index NAME by this field selector field too (pods=status.phase); repeatable
+  --shutdown-grace-period DURATION
+                             on SIGTERM or SIGINT, how long requests in flight may take to finish once
+                             Levee stops accepting; what is left is closed then (default: 30s)
+  --shutdown-delay-duration DURATION
+                             on SIGTERM or SIGINT, how long Levee keeps serving with /readyz failing
+                             before it stops accepting, so load balancers notice first (default: 0s)
   --log-level LEVEL          trace, debug, info (default), warn, error, silent
   -h, --help                 this text
 `;
@@ -112,6 +120,8 @@ export function parseOptions(argv: string[]): Options | 'help' {
         'authorization-cache-denied-ttl': { type: 'string', default: '2s' },
         'watch-reauthorize-interval': { type: 'string', default: '1m' },
         'log-level': { type: 'string', default: 'info' },
+        'shutdown-grace-period': { type: 'string', default: '30s' },
+        'shutdown-delay-duration': { type: 'string', default: '0s' },
         cache: { type: 'string', default: DEFAULT_RESOURCES.join(',') },
         'consistent-reads': { type: 'string', default: 'verify' },
         'consistent-reads-for': { type: 'string', multiple: true },
@@ -160,6 +170,8 @@ export function parseOptions(argv: string[]): Options | 'help' {
     authorizationDeniedTtlMs: duration('authorization-cache-denied-ttl'),
     watchReauthorizeMs: duration('watch-reauthorize-interval'),
     logLevel: values['log-level'] as LevelWithSilent,
+    shutdownGraceMs: duration('shutdown-grace-period'),
+    shutdownDelayMs: duration('shutdown-delay-duration'),
     cache: values.cache.split(',').map((r) => r.trim()).filter((r) => r !== ''),
     consistentReads: parseConsistentReads(values['consistent-reads']),
     clientPolicies: (values['consistent-reads-for'] ?? []).map((v) => {

@@ -37,6 +37,8 @@ export interface ChainDeps {
   watchReauthorizer?: WatchReauthorizer | undefined;
   /** Consistent-read policies by client, ahead of the resource's own. */
   clientPolicies?: readonly ClientPolicy[] | undefined;
+  /** Aborted at shutdown: forwarded watches then end cleanly between two events. */
+  ending?: AbortSignal | undefined;
 }
 
 export function createHandlers(deps: ChainDeps): Handlers {
@@ -112,7 +114,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
       const labels = requestLabels(info, req, source);
       if (longRunning) metrics.longRunning.inc(labels);
       try {
-        code = await forward(req, res, deps.pools, { auth, traffic: longRunning ? 'longRunning' : 'request' });
+        code = await forward(req, res, deps.pools, { auth, traffic: longRunning ? 'longRunning' : 'request', ending: info.verb === 'watch' ? deps.ending : undefined });
       } finally {
         if (longRunning) metrics.longRunning.dec(labels);
       }
