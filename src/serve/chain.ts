@@ -132,7 +132,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
       if (info) {
         const labels = requestLabels(info, req, source);
         metrics.requests.inc({ ...labels, code: String(code) });
-        if (!longRunning) metrics.duration.observe(labels, seconds);
+        if (!longRunning) metrics.duration.observe({ ...labels, code: String(code) }, seconds);
       }
       logger.info(
         {
