@@ -23,6 +23,7 @@ import type { Cache } from '../cache/cache.ts';
 import { decideRead, decideWatch, type ForwardReason } from './decide.ts';
 import { serveWatch } from './watchcache.ts';
 import { serveRead } from './readcache.ts';
+import { isDebugRequest, serveDebug } from './debug.ts';
 import { isLongRunning, parseRequestInfo, RequestInfoError, type RequestInfo } from './requestinfo.ts';
 import { writeStatus, writeText } from './respond.ts';
 import type { Handlers } from './listener.ts';
@@ -95,6 +96,10 @@ export function createHandlers(deps: ChainDeps): Handlers {
       if (credential.kind === 'unauthorized') {
         logger.debug({ requestId: id, why: credential.why }, 'unauthorized');
         writeStatus(res, newUnauthorized());
+        return;
+      }
+      if (isDebugRequest(req.method, path)) {
+        code = await serveDebug(path, res, credential, deps.guard, deps.cache);
         return;
       }
       if ((!longRunning || info.verb === 'watch') && deps.cache) {
