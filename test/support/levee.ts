@@ -27,11 +27,13 @@ export interface LeveeArgs {
   tls?: { cert: string; key: string };
   auth?: 'delegate' | 'trust-loopback';
   extra?: string[];
+  /** Node flags besides Levee's own (src/nodeflags.ts). */
+  nodeFlags?: string[];
 }
 
 export async function startLevee(args: LeveeArgs): Promise<LeveeProcess> {
   // The start-up line at info level tells the test the port; Levee always logs it.
-  const argv = [...NODE_FLAGS, CLI, '--kubeconfig', args.kubeconfig, '--listen', '127.0.0.1:0', '--log-level', 'info'];
+  const argv = [...NODE_FLAGS, ...(args.nodeFlags ?? []), CLI, '--kubeconfig', args.kubeconfig, '--listen', '127.0.0.1:0', '--log-level', 'info'];
   if (args.tls) argv.push('--tls-cert-file', args.tls.cert, '--tls-private-key-file', args.tls.key);
   if (args.auth) argv.push('--auth', args.auth);
   argv.push(...(args.extra ?? []));
