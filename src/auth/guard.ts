@@ -30,6 +30,7 @@ export class AccessGuard {
   readonly tokens: TokenReviewer;
   readonly access: SubjectAccessReviewer;
   #own: { at: number; user: Promise<UserInfo> } | undefined;
+  #ownKnown: UserInfo | undefined;
 
   constructor(pools: UpstreamPools, opts: GuardOptions) {
     this.#opts = opts;
@@ -131,6 +132,25 @@ export class AccessGuard {
     }
   }
 
+  /**
+   * The name of the user behind a credential when Levee already knows it (a certificate, a token
+   * reviewed lately, Levee's own), for the request log; never sends a review to find out.
+   */
+  knownUser(c: Credential): string | undefined {
+    switch (c.kind) {
+      case 'x509':
+        return c.user.username;
+      case 'anonymous':
+        return anonymous.username;
+      case 'token':
+        return this.tokens.known(c.token)?.username;
+      case 'own':
+        return this.#ownKnown?.username;
+      default:
+        return undefined;
+    }
+  }
+
   /** Levee's own user, as the apiserver sees its credentials (SelfSubjectReview). */
   #ownUser(): Promise<UserInfo> {
     const now = Date.now();
@@ -146,9 +166,12 @@ export class AccessGuard {
       });
       const entry = { at: now, user };
       this.#own = entry;
-      user.catch(() => {
-        if (this.#own === entry) this.#own = undefined;
-      });
+      user.then(
+        (u) => (this.#ownKnown = u),
+        () => {
+          if (this.#own === entry) this.#own = undefined;
+        },
+      );
     }
     return this.#own.user;
   }

@@ -78,6 +78,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
     const path = q === -1 ? url : url.slice(0, q);
 
     let info: RequestInfo | undefined;
+    let credential: Credential | undefined;
     let source: Source = 'local';
     let code = 0;
     let longRunning = false;
@@ -92,7 +93,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
         return;
       }
       longRunning = isLongRunning(info);
-      const credential = deps.guard.credential(req);
+      credential = deps.guard.credential(req);
       if (credential.kind === 'unauthorized') {
         logger.debug({ requestId: id, why: credential.why }, 'unauthorized');
         writeStatus(res, newUnauthorized());
@@ -142,6 +143,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
       logger.info(
         {
           requestId: id,
+          user: credential && deps.guard.knownUser(credential),
           verb: info?.verb ?? req.method,
           path,
           resource: info?.resource || undefined,

@@ -174,6 +174,29 @@ test('the Grafana dashboard queries only metrics Levee exports', async () => {
   }
 });
 
+test('request logs: request id (the client\'s Audit-Id), user, verb, resource, source, latency; never the token', async () => {
+  const auditId = `audit-${suffix()}`;
+  const answer = await get(`${levee.url.origin}/api/v1/namespaces/${ns}/configmaps?resourceVersion=0`, agent, env.tokens.bob, { 'audit-id': auditId });
+  assert.equal(answer.status, 403);
+  let line: Record<string, unknown> | undefined;
+  for (let i = 0; i < 100 && !line; i++) {
+    await sleep(50);
+    line = levee
+      .output()
+      .split('\n')
+      .filter((l) => l.includes(auditId))
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((l) => l.msg === 'request');
+  }
+  assert.ok(line, 'no request line');
+  assert.deepEqual(
+    { requestId: line.requestId, user: line.user, verb: line.verb, resource: line.resource, namespace: line.namespace, code: line.code, source: line.source },
+    { requestId: auditId, user: 'bob', verb: 'list', resource: 'configmaps', namespace: ns, code: 403, source: 'cache' },
+  );
+  assert.equal(typeof line.latencyMs, 'number');
+  for (const token of Object.values(env.tokens)) assert.equal(levee.output().includes(token), false, 'a token was logged');
+});
+
 test('start-up logs: each resource\'s sync with its rate, then the time to ready', () => {
   const lines = levee
     .output()
