@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import http2, { type ClientHttp2Session, type ClientHttp2Stream } from 'node:http2';
 import https from 'node:https';
 import net from 'node:net';
-import type { Agent } from 'undici';
+import { request, type Agent } from 'undici';
 import { loadEnv, type TestEnv } from '../env/testenv.ts';
 import { startLevee, type LeveeProcess } from '../support/levee.ts';
 import { agentFor, get, send, suffix } from '../support/http.ts';
@@ -39,6 +39,8 @@ before(async () => {
 
 after(async () => {
   await Promise.all(started.map((l) => l.stop()));
+  // The namespace stays (no controller-manager finalizes namespaces); free etcd of the bulk now.
+  await send('DELETE', `${env.server}/api/v1/namespaces/${ns}/configmaps`, agent, env.tokens.admin).catch(() => undefined);
   await agent?.close();
 });
 
@@ -186,10 +188,17 @@ test('SIGTERM: requests in flight finish whole, watches end between events, clie
   const cacheWatch = h2get(session, `/api/v1/namespaces/${ns}/configmaps?watch=true&resourceVersion=${rv}`);
   const forwardedWatch = h2get(session, `/api/v1/namespaces/${ns}/secrets?watch=true&resourceVersion=${rv}`);
   const protobufWatch = h2get(session, `/api/v1/namespaces/${ns}/configmaps?watch=true&resourceVersion=${rv}`, 'application/vnd.kubernetes.protobuf;stream=watch');
+  // And one over HTTP/1.1.
+  const http1Watch = await request(`${a.url.origin}/api/v1/namespaces/${ns}/configmaps?watch=true&resourceVersion=${rv}`, {
+    dispatcher: agent,
+    headers: { authorization: `Bearer ${env.tokens.admin}`, accept: 'application/json' },
+  });
+  const http1Body = http1Watch.body.text();
   assert.equal(await cacheWatch.status, 200);
   assert.equal(await forwardedWatch.status, 200);
   assert.equal(await protobufWatch.status, 200);
-  await until(async () => (await metric(a, /^levee_longrunning_requests\{verb="WATCH",group="",resource="configmaps",subresource="",source="cache"\}/)) === 1, 'the watch from the cache');
+  assert.equal(http1Watch.statusCode, 200);
+  await until(async () => (await metric(a, /^levee_longrunning_requests\{verb="WATCH",group="",resource="configmaps",subresource="",source="cache"\}/)) === 2, 'the watches from the cache');
   await until(async () => (await metric(a, /^levee_longrunning_requests\{verb="WATCH",group="",resource="secrets",subresource="",source="upstream"\}/)) === 1, 'the forwarded watch');
   assert.equal((await send('PATCH', `${env.server}/api/v1/namespaces/${ns}/configmaps/cm-0`, agent, env.tokens.admin, { data: { v: '1' } }, 'application/merge-patch+json')).status, 200);
   assert.equal((await send('POST', `${env.server}/api/v1/namespaces/${ns}/secrets`, agent, env.tokens.admin, { metadata: { name: 's-0' } })).status, 201);
@@ -209,6 +218,7 @@ test('SIGTERM: requests in flight finish whole, watches end between events, clie
   assert.equal(await cacheWatch.ended, 'end');
   assert.equal(await forwardedWatch.ended, 'end');
   assert.equal(await protobufWatch.ended, 'end');
+  assert.ok(events(await http1Body).some((e) => e.type === 'MODIFIED' && e.object.metadata.name === 'cm-0'));
   assert.ok(frames(protobufWatch.bytes()) >= 1);
   const cacheEvents = events(cacheWatch.body());
   const forwardedEvents = events(forwardedWatch.body());
