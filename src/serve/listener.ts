@@ -143,6 +143,7 @@ export async function listen(opts: ListenerOptions, handlers: Handlers): Promise
       for (const session of sessions) session.close();
       for (const res of http1) {
         if (!res.headersSent) res.setHeader('connection', 'close');
+        else if (res.writableFinished) res.socket?.end();
         else res.once('finish', () => res.socket?.end());
       }
       if ('closeIdleConnections' in server) server.closeIdleConnections();
