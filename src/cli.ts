@@ -1,5 +1,5 @@
 #!/usr/bin/env -S node --max-semi-space-size=1
-// levee: parse options, find the upstream, start the gateway, stop on SIGTERM/SIGINT.
+// levee: parse options, find the upstream, start the gateway, drain and stop on SIGTERM/SIGINT.
 import { createLogger } from './log/logger.ts';
 import { parseOptions, USAGE, UsageError } from './config/options.ts';
 import { loadUpstream, resolveUpstreamSource } from './upstream/credentials.ts';
@@ -53,12 +53,24 @@ async function main(): Promise<number> {
     localRbac: options.localRbac,
     resourceOptions: options.resourceOptions,
   });
-  await new Promise<void>((resolve) => {
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once('SIGTERM', resolve);
     process.once('SIGINT', resolve);
   });
-  logger.info('shutting down');
-  await gateway.close();
+  // A second signal while draining means: now. What is buffered is still written.
+  const now = (second: NodeJS.Signals): void => {
+    logger.warn({ signal: second }, 'second signal: exiting without waiting for requests in flight');
+    logger.flush();
+    process.exit(1);
+  };
+  process.once('SIGTERM', now);
+  process.once('SIGINT', now);
+  const started = process.hrtime.bigint();
+  logger.info({ signal, graceSeconds: options.shutdownGraceMs / 1000, delaySeconds: options.shutdownDelayMs / 1000 }, 'shutting down: not ready, draining');
+  const result = await gateway.shutdown({ graceMs: options.shutdownGraceMs, delayMs: options.shutdownDelayMs });
+  const seconds = Math.round(Number(process.hrtime.bigint() - started) / 1e6) / 1e3;
+  if (result.drained) logger.info({ seconds }, 'shut down: every request finished');
+  else logger.warn({ seconds, closedConnections: result.closed }, 'shut down: grace period over, closed what was left');
   logger.flush();
   return 0;
 }

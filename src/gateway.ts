@@ -4,7 +4,7 @@ import { Health } from './serve/health.ts';
 import { createHandlers } from './serve/chain.ts';
 import type { ClientPolicy } from './serve/clientpolicy.ts';
 import { DEFAULT_QUEUE_LENGTH, DEFAULT_QUEUE_WAIT_MS, DEFAULT_SEATS, FlowController, limitsFrom, type FlowControlLimits } from './flow/flowcontrol.ts';
-import { isLoopback, listen, parseListenAddress, type Listener } from './serve/listener.ts';
+import { isLoopback, listen, parseListenAddress, type Listener, type ShutdownResult } from './serve/listener.ts';
 import { GatewayMetrics } from './metrics/metrics.ts';
 import type { Logger } from './log/logger.ts';
 import { UpstreamPools } from './upstream/pools.ts';
@@ -57,7 +57,20 @@ export const DEFAULT_SECURITY: SecurityTuning = {
 export interface Gateway {
   url: URL;
   metrics: GatewayMetrics;
+  /**
+   * Shuts down gracefully: /readyz fails at once; after `delayMs` (still serving, so load balancers
+   * see the failing readiness first) the listener stops accepting (GOAWAY, `Connection: close`),
+   * every watch ends cleanly between two events so its client re-watches on another replica, and
+   * requests in flight have `graceMs` to finish before what is left is closed.
+   */
+  shutdown(opts: ShutdownOptions): Promise<ShutdownResult>;
+  /** Closes at once. */
   close(): Promise<void>;
+}
+
+export interface ShutdownOptions {
+  graceMs: number;
+  delayMs?: number | undefined;
 }
 
 export async function startGateway(config: GatewayConfig): Promise<Gateway> {
@@ -78,10 +91,15 @@ export async function startGateway(config: GatewayConfig): Promise<Gateway> {
           return cache.lookup(spec.slice(dot + 1), spec.slice(0, dot));
         })
       : undefined;
+  let shuttingDown = false;
+  // Aborted when shutdown begins: forwarded watches end at their next event boundary.
+  const ending = new AbortController();
   if (cache) {
     health.addReadyCheck('cache-synced', () => cache.synced);
     cache.start();
   }
+  // As the apiserver's readyz during graceful termination: failing from the first moment.
+  health.addReadyCheck('shutdown', () => !shuttingDown);
   const guard = new AccessGuard(pools, {
     mode: config.auth,
     anonymous: security.anonymous,
@@ -107,6 +125,7 @@ export async function startGateway(config: GatewayConfig): Promise<Gateway> {
     watchReauthorizer,
     flow,
     clientPolicies: config.clientPolicies,
+    ending: ending.signal,
   });
   let listener: Listener;
   try {
@@ -120,7 +139,20 @@ export async function startGateway(config: GatewayConfig): Promise<Gateway> {
   return {
     url: listener.url,
     metrics,
+    shutdown: async ({ graceMs, delayMs = 0 }) => {
+      shuttingDown = true;
+      if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
+      // Refuse first, then end the watches: a client re-watching must not land on this replica.
+      const drained = listener.shutdown(graceMs);
+      ending.abort();
+      cache?.endWatches();
+      const result = await drained;
+      await cache?.stop();
+      await pools.close();
+      return result;
+    },
     close: async () => {
+      shuttingDown = true;
       await listener.close();
       await cache?.stop();
       await pools.close();

@@ -37,8 +37,10 @@ export function newUnauthorized(): Status {
   return status(401, 'Unauthorized', 'Unauthorized');
 }
 
-/** errors.NewForbidden: `pods "x" is forbidden: <why>`, or without the name for collections. */
+/** errors.NewForbidden: `pods "x" is forbidden: <why>`, without the name for collections, `forbidden: <why>` for paths. */
 export function newForbidden(gr: GroupResource, name: string, why: string): Status {
+  // A request for a path, not a resource: no group, no resource, empty details.
+  if (gr.group === '' && gr.resource === '') return status(403, 'Forbidden', `forbidden: ${why}`, name ? { name } : {});
   const what = name === '' ? qualifiedResource(gr) : `${qualifiedResource(gr)} "${name}"`;
   return status(403, 'Forbidden', `${what} is forbidden: ${why}`, details(gr, name));
 }

@@ -21,6 +21,18 @@ export interface ResourceAttributes {
   name: string;
 }
 
+/** authorizer.Attributes of a request for a path that is not an API resource (/debug/levee/...). */
+export interface NonResourceAttributes {
+  verb: string;
+  path: string;
+}
+
+export type Attributes = ResourceAttributes | NonResourceAttributes;
+
+export function isResourceRequest(attrs: Attributes): attrs is ResourceAttributes {
+  return 'resource' in attrs;
+}
+
 export interface Decision {
   allowed: boolean;
   /** The authorizers' reason, which the apiserver appends to its Forbidden message. */
@@ -60,8 +72,10 @@ export class SubjectAccessReviewer {
   }
 
   /** The apiserver's decision; rejects with UndecidedError when there is none. */
-  authorize(user: UserInfo, attrs: ResourceAttributes): Promise<Decision> {
-    const key = `${userKey(user)}\u0000${attrs.verb}\u0000${attrs.group}\u0000${attrs.version ?? ''}\u0000${attrs.resource}\u0000${attrs.subresource ?? ''}\u0000${attrs.namespace}\u0000${attrs.name}`;
+  authorize(user: UserInfo, attrs: Attributes): Promise<Decision> {
+    const key = isResourceRequest(attrs)
+      ? `${userKey(user)}\u0000r\u0000${attrs.verb}\u0000${attrs.group}\u0000${attrs.version ?? ''}\u0000${attrs.resource}\u0000${attrs.subresource ?? ''}\u0000${attrs.namespace}\u0000${attrs.name}`
+      : `${userKey(user)}\u0000n\u0000${attrs.verb}\u0000${attrs.path}`;
     return this.#cache.get(key, () => {
       if (this.#local?.allows(user, attrs)) {
         this.allowedLocally++;
@@ -76,22 +90,27 @@ export class SubjectAccessReviewer {
    * matches all names, so one cached review serves reads of every object instead of one review per
    * object. Only when that is denied is the name itself asked.
    */
-  async authorizeForName(user: UserInfo, attrs: ResourceAttributes): Promise<Decision> {
-    if (attrs.name !== '') {
+  async authorizeForName(user: UserInfo, attrs: Attributes): Promise<Decision> {
+    if (isResourceRequest(attrs) && attrs.name !== '') {
       const all = await this.authorize(user, { ...attrs, name: '' });
       if (all.allowed) return all;
     }
     return this.authorize(user, attrs);
   }
 
-  async #send(user: UserInfo, attrs: ResourceAttributes): Promise<Decision> {
+  async #send(user: UserInfo, attrs: Attributes): Promise<Decision> {
     this.sent++;
-    const resourceAttributes: Record<string, string> = { verb: attrs.verb, group: attrs.group, resource: attrs.resource };
-    if (attrs.version) resourceAttributes.version = attrs.version;
-    if (attrs.subresource) resourceAttributes.subresource = attrs.subresource;
-    if (attrs.namespace) resourceAttributes.namespace = attrs.namespace;
-    if (attrs.name) resourceAttributes.name = attrs.name;
-    const spec: Record<string, unknown> = { user: user.username, groups: user.groups, resourceAttributes };
+    const spec: Record<string, unknown> = { user: user.username, groups: user.groups };
+    if (isResourceRequest(attrs)) {
+      const resourceAttributes: Record<string, string> = { verb: attrs.verb, group: attrs.group, resource: attrs.resource };
+      if (attrs.version) resourceAttributes.version = attrs.version;
+      if (attrs.subresource) resourceAttributes.subresource = attrs.subresource;
+      if (attrs.namespace) resourceAttributes.namespace = attrs.namespace;
+      if (attrs.name) resourceAttributes.name = attrs.name;
+      spec.resourceAttributes = resourceAttributes;
+    } else {
+      spec.nonResourceAttributes = { path: attrs.path, verb: attrs.verb };
+    }
     if (user.uid) spec.uid = user.uid;
     if (Object.keys(user.extra).length > 0) spec.extra = user.extra;
     const review = await postJson<{ status?: SubjectAccessReviewStatus }>(
@@ -108,7 +127,11 @@ export class SubjectAccessReviewer {
 }
 
 /** The apiserver's Forbidden answer (responsewriters.Forbidden) to a request it did not authorize. */
-export function forbidden(user: UserInfo, attrs: ResourceAttributes, reason: string): Status {
+export function forbidden(user: UserInfo, attrs: Attributes, reason: string): Status {
+  if (!isResourceRequest(attrs)) {
+    const message = sanitize(`User "${user.username}" cannot ${attrs.verb} path "${attrs.path}"`);
+    return newForbidden({ group: '', resource: '' }, '', reason ? `${message}: ${reason}` : message);
+  }
   let resource = attrs.resource;
   if (attrs.subresource) resource += `/${attrs.subresource}`;
   const where = attrs.namespace ? `in the namespace "${attrs.namespace}"` : 'at the cluster scope';

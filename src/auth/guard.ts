@@ -7,7 +7,7 @@ import { postJson } from '../upstream/client.ts';
 import type { UpstreamAuth } from '../upstream/connector.ts';
 import type { UpstreamPools } from '../upstream/pools.ts';
 import { credentialOf, type AuthenticationOptions, type Credential } from './authenticate.ts';
-import { forbidden, SubjectAccessReviewer, type AuthorizationOptions, type ResourceAttributes } from './authorize.ts';
+import { forbidden, SubjectAccessReviewer, type Attributes, type AuthorizationOptions, type ResourceAttributes } from './authorize.ts';
 import { impersonationChecks, impersonationHeaders, ImpersonationError } from './impersonation.ts';
 import { TokenReviewer, type TokenReviewOptions } from './tokenreview.ts';
 import { anonymous, withAuthenticatedGroup, type UserInfo } from './user.ts';
@@ -86,8 +86,11 @@ export class AccessGuard {
     }
   }
 
-  /** The user a cached answer is for: authenticated, then authorized for `attrs`. */
-  async admit(c: Credential, attrs: ResourceAttributes): Promise<Admission> {
+  /**
+   * The user an answer of Levee's own is for (from the cache, or a /debug/levee path):
+   * authenticated, then authorized for `attrs`.
+   */
+  async admit(c: Credential, attrs: Attributes): Promise<Admission> {
     if (c.kind === 'unchecked') return { allowed: true, user: undefined };
     if (c.kind === 'unauthorized') return { allowed: false, status: newUnauthorized() };
     let user: UserInfo;
@@ -127,6 +130,7 @@ export class AccessGuard {
       }
     }
   }
+
 
   /** Levee's own user, as the apiserver sees its credentials (SelfSubjectReview). */
   #ownUser(): Promise<UserInfo> {

@@ -42,6 +42,7 @@ export class ReviewCache<V extends object> {
     return pending;
   }
 
+
   get size(): number {
     return this.#answers.size;
   }

@@ -38,8 +38,7 @@ export class TokenReviewer {
 
   /** Who holds this bearer token. Rejects when the apiserver could not be asked. */
   review(token: string): Promise<TokenAnswer> {
-    const key = createHash('sha256').update(token).digest('base64');
-    return this.#cache.get(key, () => this.#send(token));
+    return this.#cache.get(tokenKey(token), () => this.#send(token));
   }
 
   async #send(token: string): Promise<TokenAnswer> {
@@ -61,6 +60,10 @@ export class TokenReviewer {
       }),
     };
   }
+}
+
+function tokenKey(token: string): string {
+  return createHash('sha256').update(token).digest('base64');
 }
 
 /**

@@ -49,6 +49,9 @@ export class Cache {
   readonly #specs: string[];
   readonly #failed = new Map<string, string>();
   #stopped = false;
+  #watchesEnded = false;
+  #startedAt = 0;
+  #readyLogged = false;
 
   readonly #policy: ConsistentReadPolicy;
 
@@ -76,7 +79,22 @@ export class Cache {
    * retried with backoff. A resource the apiserver does not have is logged and keeps Levee unready.
    */
   start(): void {
+    this.#startedAt = performance.now();
     for (const spec of this.#specs) void this.#startOne(spec);
+  }
+
+  /** Logs, once, how long it took until every cached resource had synced: the time to ready. */
+  #checkReady(): void {
+    if (this.#readyLogged || !this.synced) return;
+    this.#readyLogged = true;
+    const seconds = (performance.now() - this.#startedAt) / 1000;
+    let objects = 0;
+    let bytes = 0;
+    for (const r of this.resources) {
+      objects += r.store.size;
+      bytes += r.store.bytes;
+    }
+    this.#logger.info({ resources: this.resources.length, objects, bytes, seconds: Math.round(seconds * 1000) / 1000 }, 'cache synced: every resource listed, ready');
   }
 
   async #startOne(spec: string): Promise<void> {
@@ -118,11 +136,15 @@ export class Cache {
       logger: this.#logger,
       selector: selection ? { labelSelector: selection.labelSelector, fieldSelector: selection.fieldSelector } : undefined,
       hooks: {
-        relisted: (objects, bytes, seconds) => this.#metrics.relisted(name, objects, bytes, seconds),
+        relisted: (objects, bytes, seconds) => {
+          this.#metrics.relisted(name, objects, bytes, seconds);
+          this.#checkReady();
+        },
         watchRestarted: (reason) => this.#metrics.watchRestarted(name, reason),
       },
     });
     const watchers = new WatcherRegistry(store);
+    if (this.#watchesEnded) watchers.endAll();
     this.#byGroupResource.set(`${info.group}/${info.resource}`, {
       name,
       info,
@@ -163,6 +185,12 @@ export class Cache {
 
   get synced(): boolean {
     return this.unsynced().length === 0;
+  }
+
+  /** Ends every watch served from the cache, and any begun from now on (shutdown). */
+  endWatches(): void {
+    this.#watchesEnded = true;
+    for (const r of this.resources) r.watchers.endAll();
   }
 
   async stop(): Promise<void> {

@@ -37,6 +37,8 @@ export interface Options {
   flow: FlowLimitsInput;
   localRbac: boolean;
   logLevel: LevelWithSilent;
+  shutdownGraceMs: number;
+  shutdownDelayMs: number;
   cache: string[];
   consistentReads: ConsistentReadPolicy;
   clientPolicies: ClientPolicy[];
@@ -107,6 +109,12 @@ Options:
                              429 with a growing Retry-After when these are full
   --flow-queue-wait DURATION how long a request may wait for a seat (default: 15s)
   --flow-queue-length N      requests one fair queue holds (default: ${DEFAULT_QUEUE_LENGTH})
+  --shutdown-grace-period DURATION
+                             on SIGTERM or SIGINT, how long requests in flight may take to finish once
+                             Levee stops accepting; what is left is closed then (default: 30s)
+  --shutdown-delay-duration DURATION
+                             on SIGTERM or SIGINT, how long Levee keeps serving with /readyz failing
+                             before it stops accepting, so load balancers notice first (default: 0s)
   --log-level LEVEL          trace, debug, info (default), warn, error, silent
   -h, --help                 this text
 `;
@@ -147,6 +155,8 @@ export function parseOptions(argv: string[]): Options | 'help' {
         'flow-queue-wait': { type: 'string' },
         'flow-queue-length': { type: 'string' },
         'log-level': { type: 'string', default: 'info' },
+        'shutdown-grace-period': { type: 'string', default: '30s' },
+        'shutdown-delay-duration': { type: 'string', default: '0s' },
         cache: { type: 'string', default: DEFAULT_RESOURCES.join(',') },
         'consistent-reads': { type: 'string', default: 'verify' },
         'consistent-reads-for': { type: 'string', multiple: true },
@@ -216,6 +226,8 @@ export function parseOptions(argv: string[]): Options | 'help' {
       queueLength: count('flow-queue-length', DEFAULT_QUEUE_LENGTH),
     },
     logLevel: values['log-level'] as LevelWithSilent,
+    shutdownGraceMs: duration('shutdown-grace-period'),
+    shutdownDelayMs: duration('shutdown-delay-duration'),
     cache: values.cache.split(',').map((r) => r.trim()).filter((r) => r !== ''),
     consistentReads: parseConsistentReads(values['consistent-reads']),
     clientPolicies: (values['consistent-reads-for'] ?? []).map((v) => {

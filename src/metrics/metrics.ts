@@ -3,7 +3,17 @@
 // (apiserver_request_total, apiserver_request_duration_seconds, apiserver_longrunning_requests).
 import type { FlowObserver } from '../flow/flowcontrol.ts';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { readFileSync } from 'node:fs';
 import type { Store } from '../store/store.ts';
+
+// package.json sits next to src/ and next to dist/ (the image copies it), one level above this folder's parent.
+const LEVEE_VERSION = ((): string => {
+  try {
+    return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: string }).version ?? 'unknown';
+  } catch {
+    return 'unknown';
+  }
+})();
 
 export type Source = 'cache' | 'upstream' | 'local';
 
@@ -25,7 +35,7 @@ const MAX_LABEL_VALUES = 512;
 export class GatewayMetrics {
   readonly registry = new Registry();
   readonly requests: Counter<'verb' | 'group' | 'resource' | 'subresource' | 'source' | 'code'>;
-  readonly duration: Histogram<'verb' | 'group' | 'resource' | 'subresource' | 'source'>;
+  readonly duration: Histogram<'verb' | 'group' | 'resource' | 'subresource' | 'source' | 'code'>;
   readonly longRunning: Gauge<'verb' | 'group' | 'resource' | 'subresource' | 'source'>;
   readonly forwards: Counter<'reason'>;
   readonly cache: CacheMetrics;
@@ -33,6 +43,13 @@ export class GatewayMetrics {
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
+    // As kubernetes_build_info: which Levee and which Node a series came from.
+    new Gauge({
+      name: 'levee_build_info',
+      help: 'Always 1; labelled with the version of Levee and of the Node.js runtime.',
+      labelNames: ['version', 'node_version'],
+      registers: [this.registry],
+    }).set({ version: LEVEE_VERSION, node_version: process.version }, 1);
     this.cache = new CacheMetrics(this.registry);
     this.forwards = new Counter({
       name: 'levee_read_forwarded_total',
@@ -49,8 +66,8 @@ export class GatewayMetrics {
     });
     this.duration = new Histogram({
       name: 'levee_request_duration_seconds',
-      help: 'Time to answer a request that is not long-running, from its arrival to the end of the response.',
-      labelNames,
+      help: 'Time to answer a request that is not long-running, from its arrival to the end of the response, by verb, group, resource, subresource, source and HTTP code.',
+      labelNames: [...labelNames, 'code'],
       buckets: DURATION_BUCKETS,
       registers: [this.registry],
     });
@@ -167,6 +184,8 @@ export function metricVerb(verb: string, method: string, contentType: string | u
 /** Per cached resource: what the store holds and how its reflector fares. */
 export class CacheMetrics {
   readonly #stores = new Map<string, Store>();
+  // Counted in plain numbers on the event path and handed to the counter when scraped.
+  readonly #events = new Map<string, Record<'ADDED' | 'MODIFIED' | 'DELETED', number>>();
   readonly #watchers = new Map<string, { readonly size: number }>();
   readonly #relists: Counter<'resource'>;
   readonly #restarts: Counter<'resource' | 'reason'>;
@@ -201,6 +220,19 @@ export class CacheMetrics {
       registers: [registry],
       collect() {
         for (const [resource, store] of stores) this.set({ resource }, store.resourceVersion);
+      },
+    });
+    const events = this.#events;
+    new Counter({
+      name: 'levee_watch_cache_events_total',
+      help: 'Events the reflectors received from the apiserver\'s watches and applied to the cache, by resource and type (as apiserver_watch_cache_events_received_total).',
+      labelNames: ['resource', 'type'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const [resource, counts] of events) {
+          for (const [type, n] of Object.entries(counts)) this.inc({ resource, type }, n);
+        }
       },
     });
     const watchers = this.#watchers;
@@ -245,6 +277,10 @@ export class CacheMetrics {
 
   observe(resource: string, store: Store, watchers?: { readonly size: number }): void {
     this.#stores.set(resource, store);
+    const counts = { ADDED: 0, MODIFIED: 0, DELETED: 0 };
+    this.#events.set(resource, counts);
+    // Only events from the upstream watch: a relist's differences are counted as a list.
+    store.listen({ event: (e) => void counts[e.type]++, replaced: () => undefined, progressed: () => undefined });
     if (watchers) this.#watchers.set(resource, watchers);
   }
 

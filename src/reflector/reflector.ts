@@ -18,6 +18,7 @@ import { ListBodySplitter } from './jsonsplit.ts';
 import { WatchFramer } from './watchframe.ts';
 import type { CachedObject } from '../store/object.ts';
 import { parseResourceVersion } from '../store/object.ts';
+import { rates, reportProgress } from './progress.ts';
 
 export interface UpstreamSelector {
   labelSelector?: string | undefined;
@@ -44,6 +45,8 @@ export interface ReflectorOptions {
    * watch-list streams without pause, however large the resource.
    */
   watchListIdleMs?: number;
+  /** How often a sync in progress is logged (default 5 s). */
+  progressIntervalMs?: number;
 }
 
 /** The window is gone: the only way on is a fresh list. */
@@ -149,46 +152,54 @@ export class Reflector {
     let cont = '';
     let listRV: number | undefined;
     const pageSize = String(this.#o.pageSize ?? 500);
-    for (;;) {
-      const params: Record<string, string> = { limit: pageSize };
-      if (cont) params.continue = cont;
-      const res = await this.#o.pools.get('own', 'request').request({
-        method: 'GET',
-        path: this.#query(params),
-        headers: await this.#headers(),
-        signal: this.#abort.signal,
-      });
-      if (res.statusCode !== 200) {
-        const body = (await res.body.text()).slice(0, MAX_ERROR_BODY);
-        // An expired continue token: the list must start over to be consistent.
-        if (res.statusCode === 410 && cont) {
-          objects.length = 0;
-          bytes = 0;
-          cont = '';
-          listRV = undefined;
-          continue;
+    const stopProgress = reportProgress(this.#log, 'list', () => ({ objects: objects.length, bytes }), this.#o.progressIntervalMs);
+    try {
+      for (;;) {
+        const params: Record<string, string> = { limit: pageSize };
+        if (cont) params.continue = cont;
+        const res = await this.#o.pools.get('own', 'request').request({
+          method: 'GET',
+          path: this.#query(params),
+          headers: await this.#headers(),
+          signal: this.#abort.signal,
+        });
+        if (res.statusCode !== 200) {
+          const body = (await res.body.text()).slice(0, MAX_ERROR_BODY);
+          // An expired continue token: the list must start over to be consistent.
+          if (res.statusCode === 410 && cont) {
+            objects.length = 0;
+            bytes = 0;
+            cont = '';
+            listRV = undefined;
+            continue;
+          }
+          throw statusError(res.statusCode, body, 'list');
         }
-        throw statusError(res.statusCode, body, 'list');
-      }
-      const splitter = new ListBodySplitter();
-      for await (const chunk of res.body as AsyncIterable<Buffer>) {
-        for (const raw of splitter.push(chunk)) {
-          const o = this.#decode(raw);
-          objects.push(o);
-          bytes += o.item.length;
+        const splitter = new ListBodySplitter();
+        for await (const chunk of res.body as AsyncIterable<Buffer>) {
+          for (const raw of splitter.push(chunk)) {
+            const o = this.#decode(raw);
+            objects.push(o);
+            bytes += o.item.length;
+          }
         }
+        const envelope = splitter.end();
+        const rv = parseResourceVersion(envelope.metadata.resourceVersion ?? '');
+        if (rv === undefined) throw new Error(`list answered resourceVersion "${envelope.metadata.resourceVersion}"`);
+        listRV ??= rv;
+        cont = envelope.metadata.continue ?? '';
+        if (!cont) break;
       }
-      const envelope = splitter.end();
-      const rv = parseResourceVersion(envelope.metadata.resourceVersion ?? '');
-      if (rv === undefined) throw new Error(`list answered resourceVersion "${envelope.metadata.resourceVersion}"`);
-      listRV ??= rv;
-      cont = envelope.metadata.continue ?? '';
-      if (!cont) break;
+    } finally {
+      stopProgress();
     }
     this.#o.store.replace(objects, listRV);
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     this.#o.hooks?.relisted?.(objects.length, bytes, seconds);
-    this.#log.info({ via: 'list', objects: objects.length, bytes, resourceVersion: listRV, seconds: Math.round(seconds * 1000) / 1000 }, 'listed');
+    this.#log.info(
+      { via: 'list', objects: objects.length, bytes, resourceVersion: listRV, seconds: Math.round(seconds * 1000) / 1000, ...rates({ objects: objects.length, bytes }, seconds) },
+      'listed',
+    );
   }
 
   /**
@@ -246,6 +257,7 @@ export class Reflector {
     let received = 0;
     let synced = false;
     const framer = new WatchFramer();
+    const stopProgress = reportProgress(this.#log, 'watch-list', () => ({ objects: pending.size, bytes: received }), this.#o.progressIntervalMs);
     try {
       for await (const chunk of body as AsyncIterable<Buffer>) {
         received += chunk.length;
@@ -259,6 +271,7 @@ export class Reflector {
           const endRV = this.#initialEvent(frame.type, frame.object, pending);
           if (endRV === undefined) continue;
           synced = true;
+          stopProgress();
           clearTimeout(idle);
           this.#stored(pending.values(), endRV, started, changes);
           pending.clear();
@@ -272,6 +285,7 @@ export class Reflector {
       if (synced || err instanceof ExpiredError || this.#abort.signal.aborted) throw err;
       return this.#fallBack(err, err instanceof WatchListUnsupportedError);
     } finally {
+      stopProgress();
       clearTimeout(idle);
       clearTimeout(watchdog);
     }
@@ -316,7 +330,10 @@ export class Reflector {
     const count = this.#o.store.size;
     const bytes = this.#o.store.bytes;
     this.#o.hooks?.relisted?.(count, bytes, seconds);
-    this.#log.info({ via: 'watch-list', objects: count, bytes, resourceVersion, changes, seconds: Math.round(seconds * 1000) / 1000 }, 'listed');
+    this.#log.info(
+      { via: 'watch-list', objects: count, bytes, resourceVersion, changes, seconds: Math.round(seconds * 1000) / 1000, ...rates({ objects: count, bytes }, seconds) },
+      'listed',
+    );
   }
 
   #fallBack(err: unknown, unsupported: boolean): false {

@@ -26,6 +26,7 @@ import type { Cache } from '../cache/cache.ts';
 import { decideRead, decideWatch, type ForwardReason } from './decide.ts';
 import { serveWatch } from './watchcache.ts';
 import { serveRead } from './readcache.ts';
+import { isDebugRequest, serveDebug } from './debug.ts';
 import { isLongRunning, parseRequestInfo, RequestInfoError, type RequestInfo } from './requestinfo.ts';
 import { writeStatus, writeText } from './respond.ts';
 import type { Handlers } from './listener.ts';
@@ -42,6 +43,8 @@ export interface ChainDeps {
   flow?: FlowController | undefined;
   /** Consistent-read policies by client, ahead of the resource's own. */
   clientPolicies?: readonly ClientPolicy[] | undefined;
+  /** Aborted at shutdown: forwarded watches then end cleanly between two events. */
+  ending?: AbortSignal | undefined;
 }
 
 export function createHandlers(deps: ChainDeps): Handlers {
@@ -80,6 +83,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
     const path = q === -1 ? url : url.slice(0, q);
 
     let info: RequestInfo | undefined;
+    let credential: Credential | undefined;
     let source: Source = 'local';
     let code = 0;
     let longRunning = false;
@@ -96,10 +100,14 @@ export function createHandlers(deps: ChainDeps): Handlers {
         return;
       }
       longRunning = isLongRunning(info);
-      const credential = deps.guard.credential(req);
+      credential = deps.guard.credential(req);
       if (credential.kind === 'unauthorized') {
         logger.debug({ requestId: id, why: credential.why }, 'unauthorized');
         writeStatus(res, newUnauthorized());
+        return;
+      }
+      if (isDebugRequest(req.method, path)) {
+        code = await serveDebug(path, res, credential, deps.guard, deps.cache);
         return;
       }
       user = await deps.guard.userOf(credential);
@@ -144,7 +152,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
       const labels = requestLabels(info, req, source);
       if (longRunning) metrics.longRunning.inc(labels);
       try {
-        code = await forward(req, res, deps.pools, { auth, traffic: longRunning ? 'longRunning' : 'request' });
+        code = await forward(req, res, deps.pools, { auth, traffic: longRunning ? 'longRunning' : 'request', ending: info.verb === 'watch' ? deps.ending : undefined });
       } finally {
         if (longRunning) metrics.longRunning.dec(labels);
       }
@@ -163,16 +171,16 @@ export function createHandlers(deps: ChainDeps): Handlers {
       if (info) {
         const labels = requestLabels(info, req, source);
         metrics.requests.inc({ ...labels, code: String(code) });
-        if (!longRunning) metrics.duration.observe(labels, seconds);
+        if (!longRunning) metrics.duration.observe({ ...labels, code: String(code) }, seconds);
       }
       logger.info(
         {
           requestId: id,
+          user: user?.username,
           verb: info?.verb ?? req.method,
           path,
           resource: info?.resource || undefined,
           namespace: info?.namespace || undefined,
-          user: user?.username,
           code,
           source,
           latencyMs: Math.round(seconds * 1e6) / 1e3,

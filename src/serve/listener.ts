@@ -1,7 +1,7 @@
 // The client-facing listener: TLS with ALPN h2 and http/1.1 (client-go speaks h2; exec, attach and
 // port-forward need HTTP/1.1 upgrades), or plain HTTP/1.1 on a loopback address only.
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import { createSecureServer, type Http2SecureServer } from 'node:http2';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createSecureServer, type Http2SecureServer, type Http2ServerRequest, type Http2ServerResponse, type ServerHttp2Session } from 'node:http2';
 import { isIP, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { DownstreamRequest, DownstreamResponse } from './downstream.ts';
@@ -23,7 +23,22 @@ export interface Handlers {
 export interface Listener {
   /** Base URL clients use, e.g. https://127.0.0.1:8443. */
   url: URL;
+  /**
+   * Stops accepting and lets what is in flight finish: new connections are refused at once, HTTP/2
+   * clients get a GOAWAY, HTTP/1.1 responses carry `Connection: close` (or their connection is
+   * ended after them). Resolves once every connection has ended, or after `graceMs` with whatever
+   * is left closed. The refusal is in place when this returns, before it resolves.
+   */
+  shutdown(graceMs: number): Promise<ShutdownResult>;
+  /** Closes at once, in-flight requests included. */
   close(): Promise<void>;
+}
+
+export interface ShutdownResult {
+  /** Every connection ended on its own within the grace period. */
+  drained: boolean;
+  /** Connections still open at the end of the grace period, closed then. */
+  closed: number;
 }
 
 // kube-apiserver advertises 100 concurrent streams per HTTP/2 connection; Node's default is
@@ -73,6 +88,25 @@ export async function listen(opts: ListenerOptions, handlers: Handlers): Promise
     }
     server = createServer();
   }
+  // HTTP/1.1 responses in flight: a keep-alive connection outlives its response, so at shutdown
+  // each must say `Connection: close` or have its connection ended after it.
+  let draining = false;
+  const http1 = new Set<ServerResponse>();
+  const sessions = new Set<ServerHttp2Session>();
+  server.on('request', (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse) => {
+    if (req.httpVersionMajor !== 1) return;
+    const r = res as ServerResponse;
+    if (draining) {
+      r.setHeader('connection', 'close');
+      return;
+    }
+    http1.add(r);
+    r.once('close', () => http1.delete(r));
+  });
+  server.on('session', (session: ServerHttp2Session) => {
+    sessions.add(session);
+    session.once('close', () => sessions.delete(session));
+  });
   server.on('request', handlers.request);
   server.on('upgrade', handlers.upgrade);
   // A client that opens a TLS connection and sends garbage must not take the process down.
@@ -102,6 +136,28 @@ export async function listen(opts: ListenerOptions, handlers: Handlers): Promise
 
   return {
     url,
+    shutdown: (graceMs) => {
+      draining = true;
+      stopWatching();
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const session of sessions) session.close();
+      for (const res of http1) {
+        if (!res.headersSent) res.setHeader('connection', 'close');
+        else if (res.writableFinished) res.socket?.end();
+        else res.once('finish', () => res.socket?.end());
+      }
+      if ('closeIdleConnections' in server) server.closeIdleConnections();
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), graceMs)));
+      return Promise.race([closed, late]).then((outcome) => {
+        clearTimeout(timer);
+        if (outcome !== 'late') return { drained: true, closed: 0 };
+        const left = sockets.size;
+        for (const session of sessions) session.destroy();
+        for (const socket of sockets) socket.destroy();
+        return closed.then(() => ({ drained: false, closed: left }));
+      });
+    },
     close: () =>
       new Promise<void>((resolve) => {
         stopWatching();

@@ -54,6 +54,16 @@ export class EventWindow {
     }
   }
 
+  /** Events held now. */
+  get size(): number {
+    return this.#events.length - this.#head;
+  }
+
+  /** The oldest event held, if any. */
+  get oldest(): StoreEvent | undefined {
+    return this.#events[this.#head];
+  }
+
   /** The oldest resourceVersion a watch may start from. */
   get resumableFrom(): number {
     return this.#resumableFrom;

@@ -7,6 +7,7 @@ import { credentialHeaders, droppedHeader, type UpstreamAuth } from './connector
 import { downstreamResponseHeaders, upstreamRequestHeaders } from './headers.ts';
 import { isClientAbort, isConnectFailure, upstreamFailureStatus } from './errors.ts';
 import type { TrafficClass, UpstreamPools } from './pools.ts';
+import { eventBoundaryFor } from './eventboundary.ts';
 
 /** The upstream could not be asked or did not answer; nothing has been written to the client yet. */
 export class UpstreamUnavailableError extends Error {
@@ -20,6 +21,11 @@ export class UpstreamUnavailableError extends Error {
 export interface ForwardOptions {
   auth: UpstreamAuth;
   traffic: TrafficClass;
+  /**
+   * For a watch: once aborted (Levee is shutting down), the response ends normally at the next
+   * boundary between two events, so the client re-watches, elsewhere, from the last event it got.
+   */
+  ending?: AbortSignal | undefined;
 }
 
 function hasRequestBody(req: DownstreamRequest): boolean {
@@ -82,14 +88,46 @@ export async function forward(
   res.writeHead(statusCode, downstreamResponseHeaders(upstreamRes.headers));
   // A watch's first event may be minutes away; the client should see its headers now.
   res.flushHeaders?.();
-  try {
-    for await (const chunk of body as AsyncIterable<Buffer>) {
-      if (!res.write(chunk) && !(await drained(res))) break;
-    }
+  const ending = statusCode === 200 ? opts.ending : undefined;
+  const boundary = ending ? eventBoundaryFor(upstreamRes.headers['content-type']) : undefined;
+  let endedCleanly = false;
+  let writing = false;
+  const endCleanly = (): void => {
+    endedCleanly = true;
     res.end();
+    body.destroy();
+  };
+  // A quiet watch has no next chunk to wait for: it ends now if it stands between two events.
+  const onEnding = (): void => {
+    if (!writing && boundary!.atBoundary && !endedCleanly) endCleanly();
+  };
+  ending?.addEventListener('abort', onEnding, { once: true });
+  try {
+    if (ending?.aborted) onEnding();
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      if (boundary && ending!.aborted) {
+        const end = boundary.firstEnd(chunk);
+        if (end !== -1) {
+          res.write(chunk.subarray(0, end));
+          endCleanly();
+          break;
+        }
+      }
+      boundary?.advance(chunk);
+      writing = true;
+      const more = res.write(chunk) || (await drained(res));
+      writing = false;
+      if (!more) break;
+      if (boundary && ending!.aborted && boundary.atBoundary) {
+        endCleanly();
+        break;
+      }
+    }
+    if (!endedCleanly) res.end();
   } catch (err) {
-    if (!isClientAbort(err)) res.destroy(err instanceof Error ? err : undefined);
+    if (!endedCleanly && !isClientAbort(err)) res.destroy(err instanceof Error ? err : undefined);
   } finally {
+    ending?.removeEventListener('abort', onEnding);
     res.off('close', onClose);
     if (!body.destroyed) body.destroy();
   }

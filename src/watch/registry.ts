@@ -16,6 +16,7 @@ export class WatcherRegistry {
   readonly #byNamespace = new Map<string, Set<CacheWatcher>>();
   readonly #all = new Set<CacheWatcher>();
   #count = 0;
+  #ended = false;
 
   constructor(store: Store) {
     for (const f of store.indexedFields) this.#byField.set(f, new Map());
@@ -52,6 +53,8 @@ export class WatcherRegistry {
     }
     set ??= this.#all;
     const target = set;
+    // Past endAll() (shutdown) a watch that still arrives ends at once; its client re-watches elsewhere.
+    if (this.#ended) watcher.close();
     target.add(watcher);
     this.#count++;
     return {
@@ -60,6 +63,15 @@ export class WatcherRegistry {
         if (target.delete(watcher)) this.#count--;
       },
     };
+  }
+
+  /**
+   * Ends every watch cleanly, now and for any watcher added later: at shutdown each client sees its
+   * watch end normally and re-watches, on another replica, from the last resourceVersion it got.
+   */
+  endAll(): void {
+    this.#ended = true;
+    for (const w of this.#everyone()) w.close();
   }
 
   #dispatch(e: StoreEvent): void {

@@ -4,7 +4,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { once } from 'node:events';
 import { NODE_FLAGS } from '../../src/nodeflags.ts';
 
 const CLI = resolve(import.meta.dirname, '../../src/cli.ts');
@@ -17,6 +16,10 @@ export interface LeveeProcess {
   /** Resident set size in bytes, from /proc. */
   rss(): number;
   stop(): Promise<void>;
+  /** Sends a signal to the process. */
+  kill(signal: NodeJS.Signals): void;
+  /** Settles when the process has exited. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
 export interface LeveeArgs {
@@ -24,15 +27,20 @@ export interface LeveeArgs {
   tls?: { cert: string; key: string };
   auth?: 'delegate' | 'trust-loopback';
   extra?: string[];
+  /** Node flags besides Levee's own (src/nodeflags.ts). */
+  nodeFlags?: string[];
 }
 
 export async function startLevee(args: LeveeArgs): Promise<LeveeProcess> {
   // The start-up line at info level tells the test the port; Levee always logs it.
-  const argv = [...NODE_FLAGS, CLI, '--kubeconfig', args.kubeconfig, '--listen', '127.0.0.1:0', '--log-level', 'info'];
+  const argv = [...NODE_FLAGS, ...(args.nodeFlags ?? []), CLI, '--kubeconfig', args.kubeconfig, '--listen', '127.0.0.1:0', '--log-level', 'info'];
   if (args.tls) argv.push('--tls-cert-file', args.tls.cert, '--tls-private-key-file', args.tls.key);
   if (args.auth) argv.push('--auth', args.auth);
   argv.push(...(args.extra ?? []));
   const child: ChildProcess = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolveExit) =>
+    child.once('exit', (code, signal) => resolveExit({ code, signal })),
+  );
   let output = '';
   child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
   child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
@@ -65,10 +73,10 @@ export async function startLevee(args: LeveeArgs): Promise<LeveeProcess> {
       const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
       return Number(m![1]) * 1024;
     },
+    kill: (signal) => void child.kill(signal),
+    exited,
     stop: async () => {
-      if (child.exitCode !== null) return;
-      const exited = once(child, 'exit');
-      child.kill('SIGTERM');
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       await exited;
     },
   };
