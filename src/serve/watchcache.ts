@@ -28,10 +28,8 @@ export interface WatchPlan {
   timeoutSeconds: number | undefined;
 }
 
-// The apiserver's defaults: a bookmark about every minute and 2 s before the deadline; without
-// timeoutSeconds a random deadline in [min-request-timeout, 2 × min-request-timeout), 30 to 60 min.
-const BOOKMARK_EVERY_MS = 60_000;
-const BOOKMARK_BEFORE_DEADLINE_MS = 2_000;
+// Without timeoutSeconds the apiserver picks a random deadline in [min-request-timeout,
+// 2 × min-request-timeout), 30 to 60 min.
 const MIN_REQUEST_TIMEOUT_S = 1800;
 
 /**
@@ -75,24 +73,13 @@ export async function serveWatch(
   res.writeHead(200, headers);
   res.flushHeaders?.();
 
-  const watcher = new CacheWatcher(r, { ...plan, resourceVersion: from }, res, plan.allowBookmarks);
+  const timeoutMs = (plan.timeoutSeconds ?? MIN_REQUEST_TIMEOUT_S * (1 + Math.random())) * 1000;
+  const filter = { namespace: plan.namespace, labels: plan.labels, fields: plan.fields, resourceVersion: from };
+  const watcher = new CacheWatcher(r, filter, res, { timeoutMs, bookmarks: plan.allowBookmarks });
   for (const o of initial) watcher.push(addedLine(r, o));
   if (plan.initial && plan.initialEventsEnd) watcher.push(initialEventsEndLine(r, from));
   for (const e of backlog) watcher.offer(e);
-  const registration = r.watchers.add(watcher, plan.namespace, (field) => (plan.fields.empty ? undefined : plan.fields.exact(field)));
-
-  const timeoutMs = (plan.timeoutSeconds ?? MIN_REQUEST_TIMEOUT_S * (1 + Math.random())) * 1000;
-  const timers: NodeJS.Timeout[] = [setTimeout(() => watcher.close(), timeoutMs)];
-  if (plan.allowBookmarks) {
-    timers.push(setInterval(() => watcher.bookmark(), BOOKMARK_EVERY_MS));
-    if (timeoutMs > BOOKMARK_BEFORE_DEADLINE_MS) timers.push(setTimeout(() => watcher.bookmark(), timeoutMs - BOOKMARK_BEFORE_DEADLINE_MS));
-  }
-  // Wrapped, so awaiting the start does not wait for the end.
-  return {
-    done: watcher.done.then((): number => {
-      registration.remove();
-      for (const t of timers) clearTimeout(t);
-      return 200;
-    }),
-  };
+  watcher.start();
+  return { done: watcher.done };
 }
+

@@ -9,6 +9,7 @@ import type { StoreEvent } from '../store/events.ts';
 import type { CachedObject } from '../store/object.ts';
 import { drained, type DownstreamResponse } from '../serve/downstream.ts';
 import { bookmarkLine, eventLine, type WatchEventType } from './encode.ts';
+import { watchClock, type Sleeper, type WatchClock } from './clock.ts';
 
 export interface WatchFilter {
   namespace: string;
@@ -40,37 +41,84 @@ export function deliveredAs(f: WatchFilter, e: StoreEvent): WatchEventType | und
   return undefined;
 }
 
-export class CacheWatcher {
+// The apiserver's defaults: a bookmark about every minute and 2 s before the deadline.
+const BOOKMARK_EVERY_MS = 60_000;
+const BOOKMARK_BEFORE_DEADLINE_MS = 2_000;
+
+export interface WatchTiming {
+  /** Ends the watch this long after it starts. */
+  timeoutMs: number;
+  /** BOOKMARKs every minute and before the deadline. */
+  bookmarks: boolean;
+  clock?: WatchClock;
+}
+
+// Which watcher a response belongs to, so that one shared function can listen for every
+// response's 'close' instead of a closure per watch.
+const watcherOf = new WeakMap<DownstreamResponse, CacheWatcher>();
+function closeWatcher(this: DownstreamResponse): void {
+  watcherOf.get(this)?.close();
+}
+
+/**
+ * Tens of thousands of these stay open for hours, mostly idle, so each holds only what it needs:
+ * no timers of its own (the shared clock wakes it), no closures per watch, a queue only while
+ * something waits to be written.
+ */
+export class CacheWatcher implements WatchFilter, Sleeper {
+  readonly namespace: string;
+  readonly labels: LabelSelector;
+  readonly fields: FieldSelector;
+  readonly resourceVersion: number;
   readonly #r: CachedResource;
-  readonly #f: WatchFilter;
   readonly #res: DownstreamResponse;
-  #queue: Buffer[] = [];
+  #queue: Buffer[] | undefined;
   #queued = 0;
   #writing = false;
   #closed = false;
   #sentRV: number;
-  readonly #done: Promise<void>;
-  #finish!: () => void;
+  readonly #done: Promise<number>;
+  #finish!: (code: number) => void;
+  readonly #clock: WatchClock;
+  readonly #deadline: number;
+  #nextBookmark: number;
+  #deadlineBookmark: number;
+  wakeAt = Infinity;
+  slot = -1;
 
-  readonly #bookmarks: boolean;
-
-  constructor(r: CachedResource, filter: WatchFilter, res: DownstreamResponse, bookmarks = false) {
-    this.#bookmarks = bookmarks;
+  constructor(r: CachedResource, filter: WatchFilter, res: DownstreamResponse, timing: WatchTiming) {
     this.#r = r;
-    this.#f = filter;
+    this.namespace = filter.namespace;
+    this.labels = filter.labels;
+    this.fields = filter.fields;
+    this.resourceVersion = filter.resourceVersion;
     this.#res = res;
     this.#sentRV = filter.resourceVersion;
     this.#done = new Promise((resolve) => (this.#finish = resolve));
-    res.once('close', () => this.close());
+    this.#clock = timing.clock ?? watchClock;
+    const now = this.#clock.now();
+    this.#deadline = now + timing.timeoutMs;
+    this.#nextBookmark = timing.bookmarks ? now + BOOKMARK_EVERY_MS : Infinity;
+    this.#deadlineBookmark = timing.bookmarks && timing.timeoutMs > BOOKMARK_BEFORE_DEADLINE_MS ? this.#deadline - BOOKMARK_BEFORE_DEADLINE_MS : Infinity;
+    watcherOf.set(res, this);
+    res.on('close', closeWatcher);
   }
 
-  get done(): Promise<void> {
+  /** Settles when the watch has ended, with the status its response was given. */
+  get done(): Promise<number> {
     return this.#done;
   }
 
+  /** Receives live events from now on, and keeps time: bookmarks and the deadline. */
+  start(): void {
+    if (this.#closed) return;
+    this.#r.watchers.add(this);
+    this.#schedule();
+  }
+
   offer(e: StoreEvent): void {
-    if (this.#closed || e.resourceVersion <= this.#f.resourceVersion) return;
-    const type = deliveredAs(this.#f, e);
+    if (this.#closed || e.resourceVersion <= this.resourceVersion) return;
+    const type = deliveredAs(this, e);
     if (type === undefined) return;
     this.#sentRV = e.resourceVersion;
     this.#send(eventLine(this.#r, e, type));
@@ -89,24 +137,55 @@ export class CacheWatcher {
   }
 
   bookmarkIfAllowed(): void {
-    if (this.#bookmarks) this.bookmark();
+    if (this.#nextBookmark !== Infinity) this.bookmark();
+  }
+
+  wake(now: number): void {
+    if (this.#deadline <= now) {
+      this.close();
+      return;
+    }
+    if (this.#deadlineBookmark <= now) {
+      this.#deadlineBookmark = Infinity;
+      this.bookmark();
+    }
+    if (this.#nextBookmark <= now) {
+      this.#nextBookmark += BOOKMARK_EVERY_MS;
+      this.bookmark();
+    }
+    this.#schedule();
+  }
+
+  #schedule(): void {
+    if (this.#closed) return;
+    this.wakeAt = Math.min(this.#deadline, this.#deadlineBookmark, this.#nextBookmark);
+    this.#clock.schedule(this);
   }
 
   /** Ends the watch cleanly; the client re-watches from the last resourceVersion it received. */
   close(): void {
     if (this.#closed) return;
-    this.#closed = true;
-    this.#queue = [];
+    this.#stop();
     if (!this.#writing) this.#end();
   }
 
+  /** No more events, bookmarks or wake-ups; what is being written finishes first. */
+  #stop(): void {
+    this.#closed = true;
+    this.#queue = undefined;
+    this.#r.watchers.remove(this);
+    this.#clock.cancel(this);
+  }
+
   #end(): void {
+    this.#res.off('close', closeWatcher);
+    watcherOf.delete(this.#res);
     if (!this.#res.destroyed) this.#res.end();
-    this.#finish();
+    this.#finish(200);
   }
 
   #send(line: Buffer): void {
-    this.#queue.push(line);
+    (this.#queue ??= []).push(line);
     this.#queued += line.length;
     if (this.#queued > MAX_QUEUED_BYTES) {
       this.close();
@@ -117,12 +196,13 @@ export class CacheWatcher {
 
   async #flush(): Promise<void> {
     this.#writing = true;
-    while (this.#queue.length > 0 && !this.#closed) {
-      const batch = this.#queue.length === 1 ? this.#queue[0]! : Buffer.concat(this.#queue);
-      this.#queue = [];
+    while (this.#queue !== undefined && !this.#closed) {
+      const queue = this.#queue;
+      const batch = queue.length === 1 ? queue[0]! : Buffer.concat(queue);
+      this.#queue = undefined;
       this.#queued = 0;
       if (!this.#res.write(batch) && !(await drained(this.#res))) {
-        this.#closed = true;
+        this.#stop();
         break;
       }
     }
