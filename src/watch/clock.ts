@@ -7,7 +7,7 @@
 
 /** Something the clock wakes: it acts, then says when it wants to wake next (undefined: never). */
 export interface Sleeper {
-  /** When to wake, on the performance.now() scale; set by the sleeper, read by the clock. */
+  /** When to wake, in whole milliseconds of the clock's now(); set by the sleeper, read by the clock. */
   wakeAt: number;
   /** Where it sits in the clock's heap, -1 when it is not scheduled; the clock's own field. */
   slot: number;
@@ -22,7 +22,7 @@ export class WatchClock {
   #ticking = false;
   readonly #now: () => number;
 
-  constructor(now: () => number = () => performance.now()) {
+  constructor(now: () => number = () => Math.floor(performance.now())) {
     this.#now = now;
   }
 
@@ -30,6 +30,7 @@ export class WatchClock {
     return this.#heap.length;
   }
 
+  /** Whole milliseconds. */
   now(): number {
     return this.#now();
   }
@@ -64,8 +65,8 @@ export class WatchClock {
    * wake(); one woken here is out of the heap until it does.
    */
   tick(): void {
-    // Node's timers count whole milliseconds and may fire up to one before performance.now()
-    // reaches the time asked for.
+    // Node's timers count whole milliseconds on a clock of their own and may fire up to one
+    // before this one reaches the time asked for.
     const now = this.#now() + 1;
     this.#ticking = true;
     try {

@@ -5,14 +5,18 @@
 import type { Store } from '../store/store.ts';
 import type { StoreEvent } from '../store/events.ts';
 import type { CacheWatcher } from './watcher.ts';
+import { watchClock, type WatchClock } from './clock.ts';
 
 export class WatcherRegistry {
   readonly #byField = new Map<string, Map<string, Set<CacheWatcher>>>();
   readonly #byNamespace = new Map<string, Set<CacheWatcher>>();
   readonly #all = new Set<CacheWatcher>();
   #count = 0;
+  /** What wakes these watchers for their bookmarks and deadlines. */
+  readonly clock: WatchClock;
 
-  constructor(store: Store) {
+  constructor(store: Store, clock: WatchClock = watchClock) {
+    this.clock = clock;
     for (const f of store.indexedFields) this.#byField.set(f, new Map());
     store.listen({
       event: (e) => this.#dispatch(e),

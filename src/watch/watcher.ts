@@ -9,7 +9,7 @@ import type { StoreEvent } from '../store/events.ts';
 import type { CachedObject } from '../store/object.ts';
 import { drained, type DownstreamResponse } from '../serve/downstream.ts';
 import { bookmarkLine, eventLine, type WatchEventType } from './encode.ts';
-import { watchClock, type Sleeper, type WatchClock } from './clock.ts';
+import type { Sleeper } from './clock.ts';
 
 export interface WatchFilter {
   namespace: string;
@@ -44,13 +44,15 @@ export function deliveredAs(f: WatchFilter, e: StoreEvent): WatchEventType | und
 // The apiserver's defaults: a bookmark about every minute and 2 s before the deadline.
 const BOOKMARK_EVERY_MS = 60_000;
 const BOOKMARK_BEFORE_DEADLINE_MS = 2_000;
+// Times are whole milliseconds, and "none" is -1 rather than Infinity: V8 then keeps them as small
+// integers inside the watcher instead of a separate boxed number per field and per watcher.
+const NONE = -1;
 
 export interface WatchTiming {
   /** Ends the watch this long after it starts. */
   timeoutMs: number;
   /** BOOKMARKs every minute and before the deadline. */
   bookmarks: boolean;
-  clock?: WatchClock;
 }
 
 // Which watcher a response belongs to, so that one shared function can listen for every
@@ -79,11 +81,10 @@ export class CacheWatcher implements WatchFilter, Sleeper {
   #sentRV: number;
   readonly #done: Promise<number>;
   #finish!: (code: number) => void;
-  readonly #clock: WatchClock;
   readonly #deadline: number;
   #nextBookmark: number;
   #deadlineBookmark: number;
-  wakeAt = Infinity;
+  wakeAt = 0;
   slot = -1;
 
   constructor(r: CachedResource, filter: WatchFilter, res: DownstreamResponse, timing: WatchTiming) {
@@ -95,11 +96,11 @@ export class CacheWatcher implements WatchFilter, Sleeper {
     this.#res = res;
     this.#sentRV = filter.resourceVersion;
     this.#done = new Promise((resolve) => (this.#finish = resolve));
-    this.#clock = timing.clock ?? watchClock;
-    const now = this.#clock.now();
-    this.#deadline = now + timing.timeoutMs;
-    this.#nextBookmark = timing.bookmarks ? now + BOOKMARK_EVERY_MS : Infinity;
-    this.#deadlineBookmark = timing.bookmarks && timing.timeoutMs > BOOKMARK_BEFORE_DEADLINE_MS ? this.#deadline - BOOKMARK_BEFORE_DEADLINE_MS : Infinity;
+    const now = r.watchers.clock.now();
+    const timeoutMs = Math.round(timing.timeoutMs);
+    this.#deadline = now + timeoutMs;
+    this.#nextBookmark = timing.bookmarks ? now + BOOKMARK_EVERY_MS : NONE;
+    this.#deadlineBookmark = timing.bookmarks && timeoutMs > BOOKMARK_BEFORE_DEADLINE_MS ? this.#deadline - BOOKMARK_BEFORE_DEADLINE_MS : NONE;
     watcherOf.set(res, this);
     res.on('close', closeWatcher);
   }
@@ -137,7 +138,7 @@ export class CacheWatcher implements WatchFilter, Sleeper {
   }
 
   bookmarkIfAllowed(): void {
-    if (this.#nextBookmark !== Infinity) this.bookmark();
+    if (this.#nextBookmark !== NONE) this.bookmark();
   }
 
   wake(now: number): void {
@@ -145,11 +146,11 @@ export class CacheWatcher implements WatchFilter, Sleeper {
       this.close();
       return;
     }
-    if (this.#deadlineBookmark <= now) {
-      this.#deadlineBookmark = Infinity;
+    if (this.#deadlineBookmark !== NONE && this.#deadlineBookmark <= now) {
+      this.#deadlineBookmark = NONE;
       this.bookmark();
     }
-    if (this.#nextBookmark <= now) {
+    if (this.#nextBookmark !== NONE && this.#nextBookmark <= now) {
       this.#nextBookmark += BOOKMARK_EVERY_MS;
       this.bookmark();
     }
@@ -158,8 +159,11 @@ export class CacheWatcher implements WatchFilter, Sleeper {
 
   #schedule(): void {
     if (this.#closed) return;
-    this.wakeAt = Math.min(this.#deadline, this.#deadlineBookmark, this.#nextBookmark);
-    this.#clock.schedule(this);
+    let at = this.#deadline;
+    if (this.#deadlineBookmark !== NONE && this.#deadlineBookmark < at) at = this.#deadlineBookmark;
+    if (this.#nextBookmark !== NONE && this.#nextBookmark < at) at = this.#nextBookmark;
+    this.wakeAt = at;
+    this.#r.watchers.clock.schedule(this);
   }
 
   /** Ends the watch cleanly; the client re-watches from the last resourceVersion it received. */
@@ -174,7 +178,7 @@ export class CacheWatcher implements WatchFilter, Sleeper {
     this.#closed = true;
     this.#queue = undefined;
     this.#r.watchers.remove(this);
-    this.#clock.cancel(this);
+    this.#r.watchers.clock.cancel(this);
   }
 
   #end(): void {

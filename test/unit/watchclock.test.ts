@@ -116,12 +116,12 @@ class FakeResponse extends EventEmitter {
   }
 }
 
-function resource(): CachedResource {
+function resource(clock: WatchClock): CachedResource {
   const store = new Store({ fieldIndexes: ['spec.nodeName'] });
   store.replace([pod('a', 5, 'node-1')], 5);
   const info = { group: '', version: 'v1', resource: 'pods', kind: 'Pod', namespaced: true, prefix: '/api/v1' };
   // Only what a watcher touches: its resource's kind, store and watchers.
-  return { name: 'pods', info, store, watchers: new WatcherRegistry(store) } as unknown as CachedResource;
+  return { name: 'pods', info, store, watchers: new WatcherRegistry(store, clock) } as unknown as CachedResource;
 }
 
 const types = (res: FakeResponse): string[] => res.lines.map((l) => (JSON.parse(l) as { type: string }).type);
@@ -129,10 +129,10 @@ const types = (res: FakeResponse): string[] => res.lines.map((l) => (JSON.parse(
 test('a watcher bookmarks every minute and 2 s before its deadline, then ends at the deadline', async () => {
   let now = 1_000;
   const clock = new WatchClock(() => now);
-  const r = resource();
+  const r = resource(clock);
   const res = new FakeResponse();
   const filter = { namespace: '', labels: parseLabelSelector(''), fields: parseFieldSelector('spec.nodeName=node-1'), resourceVersion: 5 };
-  const w = new CacheWatcher(r, filter, res, { timeoutMs: 150_000, bookmarks: true, clock });
+  const w = new CacheWatcher(r, filter, res, { timeoutMs: 150_000, bookmarks: true });
   w.start();
   assert.equal(r.watchers.size, 1);
 
@@ -164,14 +164,14 @@ test('a watcher bookmarks every minute and 2 s before its deadline, then ends at
 test('a watcher without bookmarks only ends; one whose client leaves stops at once', async () => {
   let now = 0;
   const clock = new WatchClock(() => now);
-  const r = resource();
+  const r = resource(clock);
   const all = { namespace: '', labels: parseLabelSelector(''), fields: parseFieldSelector(''), resourceVersion: 5 };
 
   const quiet = new FakeResponse();
-  const q = new CacheWatcher(r, all, quiet, { timeoutMs: 120_000, bookmarks: false, clock });
+  const q = new CacheWatcher(r, all, quiet, { timeoutMs: 120_000, bookmarks: false });
   q.start();
   const gone = new FakeResponse();
-  const g = new CacheWatcher(r, all, gone, { timeoutMs: 120_000, bookmarks: true, clock });
+  const g = new CacheWatcher(r, all, gone, { timeoutMs: 120_000, bookmarks: true });
   g.start();
   assert.deepEqual([r.watchers.size, clock.size], [2, 2]);
 
