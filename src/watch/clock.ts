@@ -5,6 +5,11 @@
 // (cacher.go's watcherBookmarkTimeBuckets); here a min-heap keyed by each watcher's next wake-up
 // keeps the times exact to the millisecond, as separate timers would.
 
+// setTimeout takes at most 2^31-1 ms; a longer delay fires after 1 ms instead. A watch may ask for
+// a deadline further away than that (timeoutSeconds has nine digits): the clock then wakes early,
+// finds nothing due and waits again.
+const TIMEOUT_MAX = 2 ** 31 - 1;
+
 /** Something the clock wakes: it acts, then says when it wants to wake next (undefined: never). */
 export interface Sleeper {
   /** When to wake, in whole milliseconds of the clock's now(); set by the sleeper, read by the clock. */
@@ -92,7 +97,7 @@ export class WatchClock {
       this.#timer = undefined;
       this.#armedFor = Infinity;
       this.tick();
-    }, Math.max(0, next.wakeAt - this.#now()));
+    }, Math.min(TIMEOUT_MAX, Math.max(0, next.wakeAt - this.#now())));
   }
 
   #disarm(): void {

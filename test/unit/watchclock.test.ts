@@ -88,6 +88,20 @@ test('the clock arms a real timer for its earliest sleeper', async () => {
   assert.equal(clock.size, 0);
 });
 
+test('a wake-up further away than setTimeout can wait is kept, not brought forward', async () => {
+  const clock = new WatchClock();
+  const log: string[] = [];
+  const warnings: string[] = [];
+  const onWarning = (w: Error): void => void warnings.push(w.name);
+  process.on('warning', onWarning);
+  const far = new At(clock.now() + 40 * 24 * 3600 * 1000, 'far', log);
+  clock.schedule(far);
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  process.off('warning', onWarning);
+  clock.cancel(far);
+  assert.deepEqual([log, warnings], [[], []]);
+});
+
 function pod(name: string, rv: number, node: string): CachedObject {
   return { key: objectKey('n', name), namespace: 'n', name, resourceVersion: rv, labels: {}, fields: { 'spec.nodeName': node }, item: Buffer.from(`{"metadata":{"name":"${name}"}}`), typed: true };
 }
