@@ -43,6 +43,7 @@ export class FieldSelector {
   // Selector.Transform, as the apiserver applies its field label conversion to every term. A term
   // whose field and value both map to "" is dropped. fn may throw to reject a term.
   transform(fn: FieldTransform): FieldSelector {
+    if (this.empty) return this;
     const terms: FieldTerm[] = [];
     for (const t of this.terms) {
       const [field, value] = fn(t.field, t.value);
@@ -57,6 +58,9 @@ export class FieldSelector {
     return this.terms.map((t) => t.field + t.op + escapeFieldValue(t.value)).join(',');
   }
 }
+
+// Selectors are immutable, and most watches and lists have none: they share one.
+const EVERYTHING = new FieldSelector([]);
 
 // fields.EscapeValue.
 export function escapeFieldValue(value: string): string {
@@ -122,6 +126,7 @@ function splitTerm(term: string): [string, string, string] | undefined {
 // fields.ParseSelector. Throws SelectorParseError with apimachinery's message. No whitespace is
 // trimmed anywhere: " a = b" selects field " a " against value " b".
 export function parseFieldSelector(selector: string): FieldSelector {
+  if (selector === '') return EVERYTHING;
   // Terms are sorted before parsing, so with several bad terms the error names the first in
   // byte order, not in input order.
   const parts = splitTerms(selector).sort(compareGo);

@@ -66,6 +66,9 @@ export class LabelSelector {
   }
 }
 
+// Selectors are immutable, and most watches and lists have none: they share one.
+const EVERYTHING = new LabelSelector([]);
+
 function pins(op: LabelOperator): boolean {
   return op === '=' || op === '==' || op === 'in';
 }
@@ -73,6 +76,7 @@ function pins(op: LabelOperator): boolean {
 // labels.Parse. Throws SelectorParseError with apimachinery's message. The empty string (or only
 // whitespace) is the empty selector, which matches everything.
 export function parseLabelSelector(selector: string): LabelSelector {
+  if (selector === '') return EVERYTHING;
   const requirements = parseRequirements(selector);
   // sort.Sort(ByKey) is an insertion sort, hence stable, up to 12 elements; a stable sort gives the
   // same order there and differs only for more than 12 requirements with repeated keys.

@@ -264,12 +264,13 @@ export function createHandlers(deps: ChainDeps): Handlers {
           const labels = requestLabels(info, req, 'cache');
           metrics.longRunning.inc(labels);
           const stopRecheck = deps.watchReauthorizer?.add(credential, attrs, (status) => watching.endWith(errorLine(status)));
-          try {
-            return await watching.done;
-          } finally {
+          // Returned, not awaited: a suspended async frame keeps every local it held (the query,
+          // the decision) until the watch ends, hours later, in each of thousands of watches.
+          return watching.done.then((code) => {
             stopRecheck?.();
             metrics.longRunning.dec(labels);
-          }
+            return code;
+          });
         }
       } else {
         const served = await serveRead(cached, decision.plan, res, arrivedAt, metrics.cache, id);

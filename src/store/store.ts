@@ -222,14 +222,11 @@ export class Store {
 
   #prune(): void {
     const cutoff = this.#now() - this.#windowMs;
-    let drop = 0;
-    while (
-      drop < this.#snapshots.length - 1 &&
-      (this.#snapshots.length - drop > this.#maxSnapshots || this.#snapshots[drop]!.takenAt < cutoff)
-    ) {
-      drop++;
-    }
-    if (drop > 0) this.#snapshots = this.#snapshots.slice(drop);
+    const snaps = this.#snapshots;
+    // One leaves for every one that arrives once the window is full, on every event. shift()
+    // moves the start of a V8 array instead of copying it; slice() copied all of the window's
+    // (up to 1,024) entries per event and made as much garbage.
+    while (snaps.length > 1 && (snaps.length > this.#maxSnapshots || snaps[0]!.takenAt < cutoff)) snaps.shift();
   }
 }
 

@@ -53,11 +53,19 @@ function withResourceVersion(parts: Buffer[], o: CachedObject, rv: number): Buff
   return [joined.subarray(0, at), Buffer.from(`"resourceVersion":"${rv}"`), joined.subarray(at + needle.length)];
 }
 
+// Watchers opened together take their bookmarks together, and after a relist every watcher takes
+// one: mostly at the same resourceVersion, so the last line made serves the next watcher too.
+const lastBookmark = new WeakMap<CachedResource, { resourceVersion: number; line: Buffer }>();
+
 export function bookmarkLine(r: CachedResource, resourceVersion: number): Buffer {
+  const last = lastBookmark.get(r);
+  if (last?.resourceVersion === resourceVersion) return last.line;
   const apiVersion = r.info.group === '' ? r.info.version : `${r.info.group}/${r.info.version}`;
-  return Buffer.from(
+  const line = Buffer.from(
     `{"type":"BOOKMARK","object":{"kind":${JSON.stringify(r.info.kind)},"apiVersion":${JSON.stringify(apiVersion)},"metadata":{"resourceVersion":"${resourceVersion}"}}}\n`,
   );
+  lastBookmark.set(r, { resourceVersion, line });
+  return line;
 }
 
 /** A synthetic ADDED for an object of the initial state (watch from resourceVersion 0, watch-list). */

@@ -5,11 +5,7 @@
 import type { Store } from '../store/store.ts';
 import type { StoreEvent } from '../store/events.ts';
 import type { CacheWatcher } from './watcher.ts';
-
-interface Entry {
-  watcher: CacheWatcher;
-  remove(): void;
-}
+import { watchClock, type WatchClock } from './clock.ts';
 
 export class WatcherRegistry {
   readonly #byField = new Map<string, Map<string, Set<CacheWatcher>>>();
@@ -17,8 +13,11 @@ export class WatcherRegistry {
   readonly #all = new Set<CacheWatcher>();
   #count = 0;
   #ended = false;
+  /** What wakes these watchers for their bookmarks and deadlines. */
+  readonly clock: WatchClock;
 
-  constructor(store: Store) {
+  constructor(store: Store, clock: WatchClock = watchClock) {
+    this.clock = clock;
     for (const f of store.indexedFields) this.#byField.set(f, new Map());
     store.listen({
       event: (e) => this.#dispatch(e),
@@ -37,32 +36,44 @@ export class WatcherRegistry {
     return this.#count;
   }
 
-  /** Registers a watcher under its most selective key; returns how to unregister it. */
-  add(watcher: CacheWatcher, namespace: string, exactFields: (field: string) => string | undefined): Entry {
-    let set: Set<CacheWatcher> | undefined;
-    for (const [field, byValue] of this.#byField) {
-      const value = exactFields(field);
-      if (value === undefined) continue;
-      set = byValue.get(value);
-      if (!set) byValue.set(value, (set = new Set()));
-      break;
-    }
-    if (!set && namespace !== '') {
-      set = this.#byNamespace.get(namespace);
-      if (!set) this.#byNamespace.set(namespace, (set = new Set()));
-    }
-    set ??= this.#all;
-    const target = set;
+  /** Registers a watcher under its most selective key. */
+  add(watcher: CacheWatcher): void {
     // Past endAll() (shutdown) a watch that still arrives ends at once; its client re-watches elsewhere.
-    if (this.#ended) watcher.close();
-    target.add(watcher);
+    if (this.#ended) {
+      watcher.close();
+      return;
+    }
+    const [map, key] = this.#keyOf(watcher);
+    let set = map ? map.get(key) : this.#all;
+    if (!set) map!.set(key, (set = new Set()));
+    if (set.has(watcher)) return;
+    set.add(watcher);
     this.#count++;
-    return {
-      watcher,
-      remove: () => {
-        if (target.delete(watcher)) this.#count--;
-      },
-    };
+  }
+
+  remove(watcher: CacheWatcher): void {
+    const [map, key] = this.#keyOf(watcher);
+    const set = map ? map.get(key) : this.#all;
+    if (!set?.delete(watcher)) return;
+    this.#count--;
+    // Nodes and namespaces come and go; their sets should not outlive their last watcher.
+    if (map && set.size === 0) map.delete(key);
+  }
+
+  /**
+   * Where a watcher is registered, worked out again from its filter each time: keeping it, or a
+   * closure that removes the watcher, would cost memory in each of tens of thousands of watches.
+   * No map means the watchers of everything.
+   */
+  #keyOf(watcher: CacheWatcher): [Map<string, Set<CacheWatcher>> | undefined, string] {
+    if (!watcher.fields.empty) {
+      for (const [field, byValue] of this.#byField) {
+        const value = watcher.fields.exact(field);
+        if (value !== undefined) return [byValue, value];
+      }
+    }
+    if (watcher.namespace !== '') return [this.#byNamespace, watcher.namespace];
+    return [undefined, ''];
   }
 
   /**

@@ -9,6 +9,7 @@ import type { StoreEvent } from '../store/events.ts';
 import type { CachedObject } from '../store/object.ts';
 import { drained, type DownstreamResponse } from '../serve/downstream.ts';
 import { bookmarkLine, eventLine, type WatchEventType } from './encode.ts';
+import type { Sleeper } from './clock.ts';
 
 export interface WatchFilter {
   namespace: string;
@@ -40,39 +41,87 @@ export function deliveredAs(f: WatchFilter, e: StoreEvent): WatchEventType | und
   return undefined;
 }
 
-export class CacheWatcher {
+// The apiserver's defaults: a bookmark about every minute and 2 s before the deadline.
+const BOOKMARK_EVERY_MS = 60_000;
+const BOOKMARK_BEFORE_DEADLINE_MS = 2_000;
+// Times are whole milliseconds, and "none" is -1 rather than Infinity: V8 then keeps them as small
+// integers inside the watcher instead of a separate boxed number per field and per watcher.
+const NONE = -1;
+
+export interface WatchTiming {
+  /** Ends the watch this long after it starts. */
+  timeoutMs: number;
+  /** BOOKMARKs every minute and before the deadline. */
+  bookmarks: boolean;
+}
+
+// Which watcher a response belongs to, so that one shared function can listen for every
+// response's 'close' instead of a closure per watch.
+const watcherOf = new WeakMap<DownstreamResponse, CacheWatcher>();
+function closeWatcher(this: DownstreamResponse): void {
+  watcherOf.get(this)?.close();
+}
+
+/**
+ * Tens of thousands of these stay open for hours, mostly idle, so each holds only what it needs:
+ * no timers of its own (the shared clock wakes it), no closures per watch, a queue only while
+ * something waits to be written.
+ */
+export class CacheWatcher implements WatchFilter, Sleeper {
+  readonly namespace: string;
+  readonly labels: LabelSelector;
+  readonly fields: FieldSelector;
+  readonly resourceVersion: number;
   readonly #r: CachedResource;
-  readonly #f: WatchFilter;
   readonly #res: DownstreamResponse;
-  #queue: Buffer[] = [];
+  #queue: Buffer[] | undefined;
   #queued = 0;
   #writing = false;
   #closed = false;
   /** A last line is queued; nothing more is sent after it. */
   #ending = false;
   #sentRV: number;
-  readonly #done: Promise<void>;
-  #finish!: () => void;
+  readonly #done: Promise<number>;
+  #finish!: (code: number) => void;
+  readonly #deadline: number;
+  #nextBookmark: number;
+  #deadlineBookmark: number;
+  wakeAt = 0;
+  slot = -1;
 
-  readonly #bookmarks: boolean;
-
-  constructor(r: CachedResource, filter: WatchFilter, res: DownstreamResponse, bookmarks = false) {
-    this.#bookmarks = bookmarks;
+  constructor(r: CachedResource, filter: WatchFilter, res: DownstreamResponse, timing: WatchTiming) {
     this.#r = r;
-    this.#f = filter;
+    this.namespace = filter.namespace;
+    this.labels = filter.labels;
+    this.fields = filter.fields;
+    this.resourceVersion = filter.resourceVersion;
     this.#res = res;
     this.#sentRV = filter.resourceVersion;
     this.#done = new Promise((resolve) => (this.#finish = resolve));
-    res.once('close', () => this.close());
+    const now = r.watchers.clock.now();
+    const timeoutMs = Math.round(timing.timeoutMs);
+    this.#deadline = now + timeoutMs;
+    this.#nextBookmark = timing.bookmarks ? now + BOOKMARK_EVERY_MS : NONE;
+    this.#deadlineBookmark = timing.bookmarks && timeoutMs > BOOKMARK_BEFORE_DEADLINE_MS ? this.#deadline - BOOKMARK_BEFORE_DEADLINE_MS : NONE;
+    watcherOf.set(res, this);
+    res.on('close', closeWatcher);
   }
 
-  get done(): Promise<void> {
+  /** Settles when the watch has ended, with the status its response was given. */
+  get done(): Promise<number> {
     return this.#done;
   }
 
+  /** Receives live events from now on, and keeps time: bookmarks and the deadline. */
+  start(): void {
+    if (this.#closed) return;
+    this.#r.watchers.add(this);
+    this.#schedule();
+  }
+
   offer(e: StoreEvent): void {
-    if (this.#closed || e.resourceVersion <= this.#f.resourceVersion) return;
-    const type = deliveredAs(this.#f, e);
+    if (this.#closed || e.resourceVersion <= this.resourceVersion) return;
+    const type = deliveredAs(this, e);
     if (type === undefined) return;
     this.#sentRV = e.resourceVersion;
     this.#send(eventLine(this.#r, e, type));
@@ -91,34 +140,68 @@ export class CacheWatcher {
   }
 
   bookmarkIfAllowed(): void {
-    if (this.#bookmarks) this.bookmark();
+    if (this.#nextBookmark !== NONE) this.bookmark();
+  }
+
+  wake(now: number): void {
+    if (this.#deadline <= now) {
+      this.close();
+      return;
+    }
+    if (this.#deadlineBookmark !== NONE && this.#deadlineBookmark <= now) {
+      this.#deadlineBookmark = NONE;
+      this.bookmark();
+    }
+    if (this.#nextBookmark !== NONE && this.#nextBookmark <= now) {
+      this.#nextBookmark += BOOKMARK_EVERY_MS;
+      this.bookmark();
+    }
+    this.#schedule();
+  }
+
+  #schedule(): void {
+    if (this.#closed) return;
+    let at = this.#deadline;
+    if (this.#deadlineBookmark !== NONE && this.#deadlineBookmark < at) at = this.#deadlineBookmark;
+    if (this.#nextBookmark !== NONE && this.#nextBookmark < at) at = this.#nextBookmark;
+    this.wakeAt = at;
+    this.#r.watchers.clock.schedule(this);
   }
 
   /** Ends the watch cleanly; the client re-watches from the last resourceVersion it received. */
   close(): void {
     if (this.#closed) return;
-    this.#closed = true;
-    this.#queue = [];
+    this.#stop();
     if (!this.#writing) this.#end();
   }
 
   /** Sends a last line (an ERROR event) after everything queued, then ends the watch. */
   endWith(line: Buffer): void {
     if (this.#closed || this.#ending) return;
-    this.#queue.push(line);
+    (this.#queue ??= []).push(line);
     this.#queued += line.length;
     this.#ending = true;
     if (!this.#writing) void this.#flush();
   }
 
+  /** No more events, bookmarks or wake-ups; what is being written finishes first. */
+  #stop(): void {
+    this.#closed = true;
+    this.#queue = undefined;
+    this.#r.watchers.remove(this);
+    this.#r.watchers.clock.cancel(this);
+  }
+
   #end(): void {
+    this.#res.off('close', closeWatcher);
+    watcherOf.delete(this.#res);
     if (!this.#res.destroyed) this.#res.end();
-    this.#finish();
+    this.#finish(200);
   }
 
   #send(line: Buffer): void {
     if (this.#ending) return;
-    this.#queue.push(line);
+    (this.#queue ??= []).push(line);
     this.#queued += line.length;
     if (this.#queued > MAX_QUEUED_BYTES) {
       this.close();
@@ -129,17 +212,18 @@ export class CacheWatcher {
 
   async #flush(): Promise<void> {
     this.#writing = true;
-    while (this.#queue.length > 0 && !this.#closed) {
-      const batch = this.#queue.length === 1 ? this.#queue[0]! : Buffer.concat(this.#queue);
-      this.#queue = [];
+    while (this.#queue !== undefined && !this.#closed) {
+      const queue = this.#queue;
+      const batch = queue.length === 1 ? queue[0]! : Buffer.concat(queue);
+      this.#queue = undefined;
       this.#queued = 0;
       if (!this.#res.write(batch) && !(await drained(this.#res))) {
-        this.#closed = true;
+        this.#stop();
         break;
       }
     }
     this.#writing = false;
-    if (this.#ending) this.#closed = true;
+    if (this.#ending && !this.#closed) this.#stop();
     if (this.#closed) this.#end();
   }
 }

@@ -69,6 +69,14 @@ test('snapshots give the exact state at any resourceVersion in the window', () =
   assert.deepEqual(names(13), ['b', 'c']);
 });
 
+test('at most maxSnapshots states are kept, the newest ones', () => {
+  const s = new Store({ now: () => 0, maxSnapshots: 3 });
+  s.replace([], 10);
+  for (let rv = 11; rv <= 20; rv++) s.apply('ADDED', obj('n', `o${rv}`, rv));
+  for (let rv = 10; rv <= 17; rv++) assert.equal(s.snapshotAt(rv), undefined, `rv ${rv}`);
+  for (let rv = 18; rv <= 20; rv++) assert.equal(s.snapshotAt(rv)!.tree.size, rv - 10, `rv ${rv}`);
+});
+
 test('waiting for a resourceVersion', async () => {
   const s = new Store();
   s.replace([], 5);
