@@ -52,6 +52,8 @@ async function main(): Promise<number> {
     flow: limitsFrom(options.flow),
     localRbac: options.localRbac,
     resourceOptions: options.resourceOptions,
+    discoveryTtlMs: options.discoveryTtlMs,
+    coalesceMaxBytes: options.coalesceMaxBytes,
   });
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once('SIGTERM', resolve);
