@@ -161,8 +161,9 @@ export class DiscoveryCache {
         return 304;
       }
       // The apiserver's matching differs between its handlers (exact string for discovery, lists
-      // and weak tags for OpenAPI): a tag that is not exactly the current one is its to judge.
-      if (ifNoneMatch !== rep.etag) return 'forward';
+      // and weak tags for OpenAPI): a tag that is not exactly the current one is its to judge, and
+      // so is a match whose 304 Levee has not seen.
+      if (ifNoneMatch !== rep.etag || !rep.notModified) return 'forward';
     }
     res.writeHead(200, { ...rep.headers, 'content-length': String(rep.body.length), 'audit-id': requestId });
     res.end(rep.body);
