@@ -63,6 +63,8 @@ async function main(): Promise<number> {
     flow: limitsFrom(options.flow),
     localRbac: options.localRbac,
     resourceOptions: options.resourceOptions,
+    discoveryTtlMs: options.discoveryTtlMs,
+    coalesceMaxBytes: options.coalesceMaxBytes,
   });
   const stopWatching = options.configFile ? watchConfig(options.configFile, argv, gateway, logger) : () => undefined;
   const signal = await new Promise<NodeJS.Signals>((resolve) => {

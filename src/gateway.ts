@@ -14,6 +14,8 @@ import { AccessGuard } from './auth/guard.ts';
 import { WatchReauthorizer } from './auth/watchrecheck.ts';
 import { LocalRbac, RBAC_RESOURCES } from './auth/rbac.ts';
 import { Cache, type ConsistentReadPolicy, type ResourceOptions } from './cache/cache.ts';
+import { DiscoveryCache } from './discovery/cache.ts';
+import { ReadCoalescer } from './upstream/coalesce.ts';
 
 export interface GatewayConfig {
   upstream: Upstream;
@@ -31,7 +33,14 @@ export interface GatewayConfig {
   /** Flow-control limits; the defaults when absent. */
   flow?: FlowControlLimits | undefined;
   resourceOptions?: Record<string, ResourceOptions> | undefined;
+  /** How long discovery and OpenAPI answers are served before revalidation; 0 forwards them. */
+  discoveryTtlMs?: number | undefined;
+  /** The largest upstream answer shared by identical concurrent reads; 0 coalesces nothing. */
+  coalesceMaxBytes?: number | undefined;
 }
+
+export const DEFAULT_DISCOVERY_TTL_MS = 5_000;
+export const DEFAULT_COALESCE_MAX_BYTES = 4 * 1024 * 1024;
 
 /** How long review answers are reused, and how often running watches are authorized again. */
 export interface SecurityTuning {
@@ -122,6 +131,12 @@ export async function startGateway(config: GatewayConfig): Promise<Gateway> {
     flow.reconfigure(changes.flow);
     rules = changes.rules;
   };
+  const discoveryTtlMs = config.discoveryTtlMs ?? DEFAULT_DISCOVERY_TTL_MS;
+  const discovery = discoveryTtlMs > 0 ? new DiscoveryCache(pools, guard, { ttlMs: discoveryTtlMs }) : undefined;
+  const coalesceMaxBytes = config.coalesceMaxBytes ?? DEFAULT_COALESCE_MAX_BYTES;
+  const coalescer = coalesceMaxBytes > 0 ? new ReadCoalescer(coalesceMaxBytes) : undefined;
+  const discoveryObserver = metrics.observeUpstreamProtection(coalescer);
+  if (discovery) discovery.observer = discoveryObserver;
   const handlers = createHandlers({
     pools,
     metrics,
@@ -133,6 +148,8 @@ export async function startGateway(config: GatewayConfig): Promise<Gateway> {
     flow,
     rules: () => rules,
     ending: ending.signal,
+    discovery,
+    coalescer,
   });
   let listener: Listener;
   try {

@@ -112,6 +112,8 @@ export const configSchema = z.strictObject({
       upstream: z.strictObject(limits).optional(),
       queueWait: duration.optional(),
       queueLength: z.number().int().min(1).optional(),
+      discoveryCacheTTL: duration.optional(),
+      coalesceMaxBytes: z.number().int().min(0).optional(),
     })
     .optional(),
   rules: z.array(ruleSchema).optional(),
@@ -201,6 +203,8 @@ export function configToArgs(c: ConfigFile): string[] {
   flag('upstream-max-longrunning-requests', f?.upstream?.maxLongRunningRequests);
   flag('flow-queue-wait', f?.queueWait);
   flag('flow-queue-length', f?.queueLength);
+  flag('discovery-cache-ttl', f?.discoveryCacheTTL);
+  flag('coalesce-max-bytes', f?.coalesceMaxBytes);
   flag('shutdown-grace-period', c.shutdown?.gracePeriod);
   flag('shutdown-delay-duration', c.shutdown?.delay);
   flag('log-level', c.logLevel);
@@ -255,6 +259,8 @@ export function effectiveConfig(o: Options): ConfigFile {
       },
       queueWait: ms(o.flow.queueWaitMs),
       queueLength: o.flow.queueLength,
+      discoveryCacheTTL: ms(o.discoveryTtlMs),
+      coalesceMaxBytes: o.coalesceMaxBytes,
     },
     rules: o.rules.map((r) => Object.fromEntries(Object.entries(r).filter(([, v]) => v !== undefined)) as Rule),
     shutdown: { gracePeriod: ms(o.shutdownGraceMs), delay: ms(o.shutdownDelayMs) },

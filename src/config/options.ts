@@ -49,6 +49,8 @@ export interface Options {
   /** Rules from the configuration file, then one per --consistent-reads-for. */
   rules: Rule[];
   resourceOptions: Record<string, ResourceOptions>;
+  discoveryTtlMs: number;
+  coalesceMaxBytes: number;
 }
 
 export const USAGE = `Usage: levee [options]
@@ -120,6 +122,14 @@ Options:
                              429 with a growing Retry-After when these are full
   --flow-queue-wait DURATION how long a request may wait for a seat (default: 15s)
   --flow-queue-length N      requests one fair queue holds (default: ${DEFAULT_QUEUE_LENGTH})
+  --discovery-cache-ttl DURATION
+                             how long discovery (/api, /apis, their groups and versions, aggregated
+                             discovery) and OpenAPI (/openapi/v2, /openapi/v3) answers fetched by Levee
+                             are served, to users the apiserver allows to get the path, before Levee
+                             revalidates them with If-None-Match; 0 forwards them (default: 5s)
+  --coalesce-max-bytes N     identical GETs in flight upstream at the same time (same path, query,
+                             credentials and headers) share one upstream request when its answer is at
+                             most N bytes; larger answers are fetched by each; 0 never (default: 4194304)
   --shutdown-grace-period DURATION
                              on SIGTERM or SIGINT, how long requests in flight may take to finish once
                              Levee stops accepting; what is left is closed then (default: 30s)
@@ -201,6 +211,8 @@ function parseArgv(argv: string[]): Options | 'help' {
         'flow-queue-length': { type: 'string' },
         'log-level': { type: 'string', default: 'info' },
         'shutdown-grace-period': { type: 'string', default: '30s' },
+        'discovery-cache-ttl': { type: 'string', default: '5s' },
+        'coalesce-max-bytes': { type: 'string', default: '4194304' },
         'shutdown-delay-duration': { type: 'string', default: '0s' },
         cache: { type: 'string', default: DEFAULT_RESOURCES.join(',') },
         'consistent-reads': { type: 'string', default: 'verify' },
@@ -284,6 +296,8 @@ function parseArgv(argv: string[]): Options | 'help' {
       }
     }),
     resourceOptions: parseResourceOptions(values['cache-selector'] ?? [], values['cache-label-selector'] ?? [], values['cache-index'] ?? []),
+    discoveryTtlMs: duration('discovery-cache-ttl'),
+    coalesceMaxBytes: count('coalesce-max-bytes', 4194304),
   };
 }
 

@@ -136,6 +136,31 @@ export class GatewayMetrics {
     };
   }
 
+  /**
+   * Upstream protection: reads answered with another identical read's upstream answer (requests
+   * the apiserver did not see), and Levee's own requests for discovery and OpenAPI documents by
+   * their answer (200 fetched, 304 confirmed unchanged). Discovery answered from the cache counts
+   * in levee_request_total with source "cache".
+   */
+  observeUpstreamProtection(coalescer: { saved: number } | undefined): { fetched(code: number): void } {
+    new Counter({
+      name: 'levee_upstream_requests_coalesced_total',
+      help: 'Reads answered with the upstream answer of an identical read in flight at the same time: upstream requests saved.',
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc(coalescer?.saved ?? 0);
+      },
+    });
+    const fetched = new Counter({
+      name: 'levee_discovery_upstream_requests_total',
+      help: 'Requests Levee sent upstream to fill or revalidate its discovery and OpenAPI cache, by HTTP code (304: unchanged).',
+      labelNames: ['code'],
+      registers: [this.registry],
+    });
+    return { fetched: (code) => fetched.inc({ code: String(code) }) };
+  }
+
   /** The labels for a request, with path-derived values bounded. */
   labels(verb: string, group: string, resource: string, subresource: string, source: Source): RequestLabels {
     return {

@@ -9,6 +9,8 @@ import type { Logger } from '../log/logger.ts';
 import { metricVerb, type GatewayMetrics, type Source } from '../metrics/metrics.ts';
 import type { DownstreamRequest, DownstreamResponse } from './downstream.ts';
 import { forward, UpstreamUnavailableError } from '../upstream/forward.ts';
+import { coalescingKey, type Flight, type ReadCoalescer } from '../upstream/coalesce.ts';
+import type { DiscoveryCache } from '../discovery/cache.ts';
 import type { UpstreamPools } from '../upstream/pools.ts';
 import { tunnelUpgrade, writeStatusAndClose } from '../upstream/tunnel.ts';
 import type { Health } from './health.ts';
@@ -46,6 +48,10 @@ export interface ChainDeps {
   rules?: (() => readonly Rule[]) | undefined;
   /** Aborted at shutdown: forwarded watches then end cleanly between two events. */
   ending?: AbortSignal | undefined;
+  /** Discovery and OpenAPI from a short-lived cache; without it they are forwarded. */
+  discovery?: DiscoveryCache | undefined;
+  /** Identical reads in flight upstream share one request; without it each goes upstream. */
+  coalescer?: ReadCoalescer | undefined;
 }
 
 export function createHandlers(deps: ChainDeps): Handlers {
@@ -90,6 +96,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
     let longRunning = false;
     let user: UserInfo | undefined;
     const seats: Grant[] = [];
+    let flight: Flight | undefined;
     try {
       if (local(req, res, path, q === -1 ? '' : url.slice(q + 1))) return;
       try {
@@ -132,6 +139,14 @@ export function createHandlers(deps: ChainDeps): Handlers {
         }
         seats.push(seat);
       }
+      if (deps.discovery && !info.isResourceRequest) {
+        const served = await deps.discovery.serve(req, res, credential, id);
+        if (served !== 'forward') {
+          source = 'cache';
+          code = served;
+          return;
+        }
+      }
       let forwardReason: string | undefined;
       if ((!longRunning || info.verb === 'watch') && deps.cache) {
         const answered = await fromCache(info, req, res, credential, started, id);
@@ -146,6 +161,21 @@ export function createHandlers(deps: ChainDeps): Handlers {
       if ('code' in auth) {
         writeStatus(res, auth);
         return;
+      }
+      // The same read already on its way upstream: its answer serves this one too, with no seat
+      // of the upstream bound taken.
+      const key = longRunning || !deps.coalescer ? undefined : coalescingKey(req.method, url, req.rawHeaders, auth);
+      if (key) {
+        const joined = deps.coalescer!.join(key);
+        if (joined.role === 'leader') flight = joined.flight;
+        else {
+          const shared = await deps.coalescer!.follow(joined.answer, res, id);
+          if (shared !== undefined) {
+            source = 'upstream';
+            code = shared;
+            return;
+          }
+        }
       }
       if (flow) {
         // The apiserver is protected by a bound of its own: what the cache cannot answer waits
@@ -162,7 +192,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
       const labels = requestLabels(info, req, source);
       if (longRunning) metrics.longRunning.inc(labels);
       try {
-        code = await forward(req, res, deps.pools, { auth, traffic: longRunning ? 'longRunning' : 'request', ending: info.verb === 'watch' ? deps.ending : undefined });
+        code = await forward(req, res, deps.pools, { auth, traffic: longRunning ? 'longRunning' : 'request', ending: info.verb === 'watch' ? deps.ending : undefined, share: flight });
       } finally {
         if (longRunning) metrics.longRunning.dec(labels);
       }
@@ -175,6 +205,8 @@ export function createHandlers(deps: ChainDeps): Handlers {
         writeStatus(res, newInternalError('the request could not be handled'));
       }
     } finally {
+      // Whatever happened, requests waiting on this one must not wait forever.
+      flight?.settle(undefined);
       for (const seat of seats) seat.release();
       code ||= res.statusCode;
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;

@@ -8,6 +8,7 @@ import { downstreamResponseHeaders, upstreamRequestHeaders } from './headers.ts'
 import { isClientAbort, isConnectFailure, upstreamFailureStatus } from './errors.ts';
 import type { TrafficClass, UpstreamPools } from './pools.ts';
 import { eventBoundaryFor } from './eventboundary.ts';
+import type { Flight } from './coalesce.ts';
 
 /** The upstream could not be asked or did not answer; nothing has been written to the client yet. */
 export class UpstreamUnavailableError extends Error {
@@ -26,6 +27,8 @@ export interface ForwardOptions {
    * boundary between two events, so the client re-watches, elsewhere, from the last event it got.
    */
   ending?: AbortSignal | undefined;
+  /** Identical reads wait for this one: its whole answer is handed to them when small enough. */
+  share?: Flight | undefined;
 }
 
 function hasRequestBody(req: DownstreamRequest): boolean {
@@ -85,7 +88,12 @@ export async function forward(
   }
 
   const { statusCode, body } = upstreamRes;
-  res.writeHead(statusCode, downstreamResponseHeaders(upstreamRes.headers));
+  const responseHeaders = downstreamResponseHeaders(upstreamRes.headers);
+  res.writeHead(statusCode, responseHeaders);
+  // The chunks kept for requests waiting on this one, until the body proves too large to hold.
+  let kept: Buffer[] | undefined = opts.share ? [] : undefined;
+  let keptBytes = 0;
+  let complete = false;
   // A watch's first event may be minutes away; the client should see its headers now.
   res.flushHeaders?.();
   const ending = statusCode === 200 ? opts.ending : undefined;
@@ -114,6 +122,15 @@ export async function forward(
         }
       }
       boundary?.advance(chunk);
+      if (kept) {
+        keptBytes += chunk.length;
+        if (keptBytes > opts.share!.maxBytes) {
+          kept = undefined;
+          opts.share!.settle(undefined);
+        } else {
+          kept.push(chunk);
+        }
+      }
       writing = true;
       const more = res.write(chunk) || (await drained(res));
       writing = false;
@@ -123,10 +140,12 @@ export async function forward(
         break;
       }
     }
+    complete = !endedCleanly && body.readableEnded;
     if (!endedCleanly) res.end();
   } catch (err) {
     if (!endedCleanly && !isClientAbort(err)) res.destroy(err instanceof Error ? err : undefined);
   } finally {
+    opts.share?.settle(complete && kept ? { statusCode, headers: responseHeaders, body: Buffer.concat(kept, keptBytes) } : undefined);
     ending?.removeEventListener('abort', onEnding);
     res.off('close', onClose);
     if (!body.destroyed) body.destroy();

@@ -89,11 +89,12 @@ test('past its seats and queues a user gets APF\'s 429 with Retry-After; system:
 });
 
 test('a resource that cannot sync: not ready, reads forwarded under the upstream bound, past it 429 with a growing Retry-After', async () => {
-  // bob may not list secrets, so a Levee running as bob never syncs them.
+  // bob may not list secrets, so a Levee running as bob never syncs them. The reads are identical
+  // and would share one upstream request; without coalescing each needs a seat of the bound.
   const levee = await startLevee({
     kubeconfig: writeKubeconfig(env.server, env.caFile, env.tokens.bob),
     tls: env.leveeServing,
-    extra: ['--cache', 'secrets', '--upstream-max-requests-inflight', '1', '--flow-queue-length', '1', '--flow-queue-wait', '5s'],
+    extra: ['--cache', 'secrets', '--upstream-max-requests-inflight', '1', '--flow-queue-length', '1', '--flow-queue-wait', '5s', '--coalesce-max-bytes', '0'],
   });
   try {
     const ready = await get(levee.url.origin, '/readyz?verbose', env.tokens.alice);
