@@ -97,6 +97,8 @@ export function createHandlers(deps: ChainDeps): Handlers {
     let user: UserInfo | undefined;
     const seats: Grant[] = [];
     let flight: Flight | undefined;
+    // A watch answered from the cache: what ends the request waits for it, and this frame does not.
+    let watching: Promise<number> | undefined;
     try {
       if (local(req, res, path, q === -1 ? '' : url.slice(q + 1))) return;
       try {
@@ -155,7 +157,12 @@ export function createHandlers(deps: ChainDeps): Handlers {
           code = answered;
           return;
         }
-        forwardReason = answered?.reason;
+        if ('watch' in answered) {
+          source = 'cache';
+          watching = answered.watch;
+          return;
+        }
+        forwardReason = answered.reason;
       }
       const auth = await deps.guard.upstreamAuth(credential, req.rawHeaders);
       if ('code' in auth) {
@@ -207,28 +214,34 @@ export function createHandlers(deps: ChainDeps): Handlers {
     } finally {
       // Whatever happened, requests waiting on this one must not wait forever.
       flight?.settle(undefined);
-      for (const seat of seats) seat.release();
-      code ||= res.statusCode;
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      if (info) {
-        const labels = requestLabels(info, req, source);
-        metrics.requests.inc({ ...labels, code: String(code) });
-        if (!longRunning) metrics.duration.observe({ ...labels, code: String(code) }, seconds);
-      }
-      logger.info(
-        {
-          requestId: id,
-          user: user?.username,
-          verb: info?.verb ?? req.method,
-          path,
-          resource: info?.resource || undefined,
-          namespace: info?.namespace || undefined,
-          code,
-          source,
-          latencyMs: Math.round(seconds * 1e6) / 1e3,
-        },
-        'request',
-      );
+      const finish = (final: number): void => {
+        for (const seat of seats) seat.release();
+        final ||= res.statusCode;
+        const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+        if (info) {
+          const labels = requestLabels(info, req, source);
+          metrics.requests.inc({ ...labels, code: String(final) });
+          if (!longRunning) metrics.duration.observe({ ...labels, code: String(final) }, seconds);
+        }
+        logger.info(
+          {
+            requestId: id,
+            user: user?.username,
+            verb: info?.verb ?? req.method,
+            path,
+            resource: info?.resource || undefined,
+            namespace: info?.namespace || undefined,
+            code: final,
+            source,
+            latencyMs: Math.round(seconds * 1e6) / 1e3,
+          },
+          'request',
+        );
+      };
+      // A suspended async frame keeps every local it held until the watch ends, hours later, in
+      // each of thousands of watches; a closure keeps only what finishing needs.
+      if (watching) watching.then(finish, () => finish(500));
+      else finish(code);
     }
   };
 
@@ -240,7 +253,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
     credential: Credential,
     arrivedAt: bigint,
     id: string,
-  ): Promise<number | { reason: string } | undefined> => {
+  ): Promise<number | { reason: string } | { watch: Promise<number> }> => {
     const cached = deps.cache!.lookup(info.apiGroup, info.resource);
     const url = req.url ?? '/';
     const q = url.indexOf('?');
@@ -296,13 +309,15 @@ export function createHandlers(deps: ChainDeps): Handlers {
           const labels = requestLabels(info, req, 'cache');
           metrics.longRunning.inc(labels);
           const stopRecheck = deps.watchReauthorizer?.add(credential, attrs, (status) => watching.endWith(errorLine(status)));
-          // Returned, not awaited: a suspended async frame keeps every local it held (the query,
+          // Wrapped, not awaited: a suspended async frame keeps every local it held (the query,
           // the decision) until the watch ends, hours later, in each of thousands of watches.
-          return watching.done.then((code) => {
-            stopRecheck?.();
-            metrics.longRunning.dec(labels);
-            return code;
-          });
+          return {
+            watch: watching.done.then((code) => {
+              stopRecheck?.();
+              metrics.longRunning.dec(labels);
+              return code;
+            }),
+          };
         }
       } else {
         const served = await serveRead(cached, decision.plan, res, arrivedAt, metrics.cache, id);
