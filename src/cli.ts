@@ -51,6 +51,7 @@ async function main(): Promise<number> {
     clientPolicies: options.clientPolicies,
     flow: limitsFrom(options.flow),
     localRbac: options.localRbac,
+    localServiceAccountTokens: options.localServiceAccountTokens,
     resourceOptions: options.resourceOptions,
   });
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
