@@ -27,6 +27,7 @@ export interface GuardOptions extends AuthenticationOptions, AuthorizationOption
 
 // Levee's own user changes only when its credentials do; asking again now and then notices that.
 const OWN_USER_TTL_MS = 5 * 60_000;
+const RECENT_MS = 1_000;
 
 export class AccessGuard {
   readonly #opts: GuardOptions;
@@ -38,6 +39,9 @@ export class AccessGuard {
   // The TokenReview that is learning the API audiences, while one is: tokens that only lack those
   // wait for it instead of each sending a review of its own (agents restarting together).
   #learning: Promise<void> | undefined;
+  // One request asks for its user more than once (flow control, then authorization): it is
+  // authenticated once. A watch asking again minutes later is authenticated again.
+  readonly #recent = new WeakMap<Credential, { at: number; user: Promise<UserInfo | undefined> }>();
 
   constructor(pools: UpstreamPools, opts: GuardOptions) {
     this.#opts = opts;
@@ -141,8 +145,15 @@ export class AccessGuard {
         return anonymous;
       case 'own':
         return this.#ownUser();
-      case 'token':
-        return this.#tokenUser(c.token);
+      case 'token': {
+        const now = Date.now();
+        const recent = this.#recent.get(c);
+        if (recent && now - recent.at < RECENT_MS) return recent.user;
+        const user = this.#tokenUser(c.token);
+        this.#recent.set(c, { at: now, user });
+        user.catch(() => this.#recent.delete(c));
+        return user;
+      }
     }
   }
 
