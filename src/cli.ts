@@ -1,24 +1,35 @@
 #!/usr/bin/env -S node --max-semi-space-size=1
 // levee: parse options, find the upstream, start the gateway, drain and stop on SIGTERM/SIGINT.
-import { createLogger } from './log/logger.ts';
+import { unwatchFile, watchFile, type Stats } from 'node:fs';
+import { createLogger, type Logger } from './log/logger.ts';
+import { ConfigError, printConfig } from './config/file.ts';
 import { parseOptions, USAGE, UsageError } from './config/options.ts';
 import { loadUpstream, resolveUpstreamSource } from './upstream/credentials.ts';
-import { startGateway } from './gateway.ts';
+import { startGateway, type Gateway } from './gateway.ts';
 import { limitsFrom } from './flow/flowcontrol.ts';
 
 async function main(): Promise<number> {
+  const argv = process.argv.slice(2);
   let options;
   try {
-    options = parseOptions(process.argv.slice(2));
+    options = parseOptions(argv, process.env);
   } catch (err) {
     if (err instanceof UsageError) {
       process.stderr.write(`levee: ${err.message}\n\n${USAGE}`);
+      return 2;
+    }
+    if (err instanceof ConfigError) {
+      process.stderr.write(`levee: ${err.message}\n`);
       return 2;
     }
     throw err;
   }
   if (options === 'help') {
     process.stdout.write(USAGE);
+    return 0;
+  }
+  if (options.printConfig) {
+    process.stdout.write(printConfig(options));
     return 0;
   }
   const logger = createLogger(options.logLevel);
@@ -48,12 +59,13 @@ async function main(): Promise<number> {
     logger,
     cache: options.cache,
     consistentReads: options.consistentReads,
-    clientPolicies: options.clientPolicies,
+    rules: options.rules,
     flow: limitsFrom(options.flow),
     localRbac: options.localRbac,
     localServiceAccountTokens: options.localServiceAccountTokens,
     resourceOptions: options.resourceOptions,
   });
+  const stopWatching = options.configFile ? watchConfig(options.configFile, argv, gateway, logger) : () => undefined;
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once('SIGTERM', resolve);
     process.once('SIGINT', resolve);
@@ -66,6 +78,7 @@ async function main(): Promise<number> {
   };
   process.once('SIGTERM', now);
   process.once('SIGINT', now);
+  stopWatching();
   const started = process.hrtime.bigint();
   logger.info({ signal, graceSeconds: options.shutdownGraceMs / 1000, delaySeconds: options.shutdownDelayMs / 1000 }, 'shutting down: not ready, draining');
   const result = await gateway.shutdown({ graceMs: options.shutdownGraceMs, delayMs: options.shutdownDelayMs });
@@ -74,6 +87,26 @@ async function main(): Promise<number> {
   else logger.warn({ seconds, closedConnections: result.closed }, 'shut down: grace period over, closed what was left');
   logger.flush();
   return 0;
+}
+
+/**
+ * Flow-control limits and rules follow the file without a restart; everything else is read at
+ * start. A file that does not validate keeps the running configuration and says why.
+ */
+function watchConfig(path: string, argv: string[], gateway: Gateway, logger: Logger): () => void {
+  const changed = (cur: Stats, prev: Stats): void => {
+    if (cur.mtimeMs === prev.mtimeMs && cur.size === prev.size && cur.ino === prev.ino) return;
+    try {
+      const o = parseOptions(argv, process.env);
+      if (o === 'help') return;
+      gateway.reconfigure({ flow: limitsFrom(o.flow), rules: o.rules });
+      logger.info({ file: path, rules: o.rules.length }, 'configuration reloaded: flow control limits and rules applied; other settings apply at restart');
+    } catch (err) {
+      logger.warn({ file: path, err: (err as Error).message }, 'configuration changed but is not valid; keeping the running one');
+    }
+  };
+  watchFile(path, { interval: 2_000, persistent: false }, changed);
+  return () => unwatchFile(path, changed);
 }
 
 main().then(

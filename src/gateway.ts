@@ -2,7 +2,7 @@
 // Levee through here.
 import { Health } from './serve/health.ts';
 import { createHandlers } from './serve/chain.ts';
-import type { ClientPolicy } from './serve/clientpolicy.ts';
+import type { Rule } from './config/rules.ts';
 import { DEFAULT_QUEUE_LENGTH, DEFAULT_QUEUE_WAIT_MS, DEFAULT_SEATS, FlowController, limitsFrom, type FlowControlLimits } from './flow/flowcontrol.ts';
 import { isLoopback, listen, parseListenAddress, type Listener, type ShutdownResult } from './serve/listener.ts';
 import { GatewayMetrics } from './metrics/metrics.ts';
@@ -27,7 +27,7 @@ export interface GatewayConfig {
   /** Resources to cache (kubectl-style names); empty caches nothing. */
   cache: string[];
   consistentReads?: ConsistentReadPolicy | undefined;
-  clientPolicies?: ClientPolicy[] | undefined;
+  rules?: Rule[] | undefined;
   /** Evaluate RBAC from a cache of Roles and bindings before asking the apiserver. */
   localRbac?: boolean | undefined;
   /** Verify service-account tokens locally (keys from OIDC discovery, objects from a cache of service accounts and pods). */
@@ -73,6 +73,8 @@ export interface Gateway {
   shutdown(opts: ShutdownOptions): Promise<ShutdownResult>;
   /** Closes at once. */
   close(): Promise<void>;
+  /** New flow-control limits and rules, for new requests, without a restart. */
+  reconfigure(changes: { flow: FlowControlLimits; rules: Rule[] }): void;
 }
 
 export interface ShutdownOptions {
@@ -134,6 +136,11 @@ export async function startGateway(config: GatewayConfig): Promise<Gateway> {
     config.flow ?? limitsFrom({ requests: DEFAULT_SEATS.requests, upstream: DEFAULT_SEATS.upstream, queueWaitMs: DEFAULT_QUEUE_WAIT_MS, queueLength: DEFAULT_QUEUE_LENGTH }),
   );
   flow.observer = metrics.observeFlow(flow);
+  let rules: readonly Rule[] = config.rules ?? [];
+  const reconfigure = (changes: { flow: FlowControlLimits; rules: Rule[] }): void => {
+    flow.reconfigure(changes.flow);
+    rules = changes.rules;
+  };
   const handlers = createHandlers({
     pools,
     metrics,
@@ -143,7 +150,7 @@ export async function startGateway(config: GatewayConfig): Promise<Gateway> {
     cache,
     watchReauthorizer,
     flow,
-    clientPolicies: config.clientPolicies,
+    rules: () => rules,
     ending: ending.signal,
   });
   let listener: Listener;
@@ -159,6 +166,7 @@ export async function startGateway(config: GatewayConfig): Promise<Gateway> {
   return {
     url: listener.url,
     metrics,
+    reconfigure,
     shutdown: async ({ graceMs, delayMs = 0 }) => {
       shuttingDown = true;
       if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));

@@ -38,8 +38,10 @@ export interface ResourceOptions {
   indexes?: string[];
 }
 
-// The apiserver indexes pods by spec.nodeName (its only trigger index); Levee does the same by default.
-const DEFAULT_FIELD_INDEXES: Record<string, readonly string[]> = { pods: ['spec.nodeName'] };
+// The apiserver indexes pods by spec.nodeName (its only trigger index); Levee does the same by
+// default, and indexes nodes by name: every node agent's informer lists and watches its own Node
+// with fieldSelector=metadata.name, which would otherwise scan every node for each agent.
+const DEFAULT_FIELD_INDEXES: Record<string, readonly string[]> = { pods: ['spec.nodeName'], nodes: ['metadata.name'] };
 
 export class Cache {
   readonly #byGroupResource = new Map<string, CachedResource>();

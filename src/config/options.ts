@@ -17,9 +17,14 @@ import type { ConsistentReadPolicy, ResourceOptions } from '../cache/cache.ts';
 import { parseFieldSelector } from '../selectors/fields.ts';
 import { parseLabelSelector } from '../selectors/labels.ts';
 import type { ConsistentReads } from '../serve/decide.ts';
-import { parseClientPolicy, type ClientPolicy } from '../serve/clientpolicy.ts';
+import { parseConsistentReadsFor, type Rule } from './rules.ts';
+import { configToArgs, loadConfigFile, rulesOf } from './file.ts';
 
 export interface Options {
+  /** The configuration file, reloaded when it changes. */
+  configFile?: string | undefined;
+  /** Print the effective configuration and exit. */
+  printConfig: boolean;
   kubeconfig?: string | undefined;
   context?: string | undefined;
   upstreamServers: string[];
@@ -42,7 +47,8 @@ export interface Options {
   shutdownDelayMs: number;
   cache: string[];
   consistentReads: ConsistentReadPolicy;
-  clientPolicies: ClientPolicy[];
+  /** Rules from the configuration file, then one per --consistent-reads-for. */
+  rules: Rule[];
   resourceOptions: Record<string, ResourceOptions>;
 }
 
@@ -51,6 +57,11 @@ export const USAGE = `Usage: levee [options]
 A caching gateway for kube-apiserver.
 
 Options:
+  --config PATH              a configuration file (YAML; see config/): every setting below and the
+                             rules; flags and environment variables (LEVEE_LISTEN, LEVEE_AUTH,
+                             LEVEE_LOG_LEVEL, LEVEE_CACHE, LEVEE_CONSISTENT_READS) override it; flow
+                             control limits and rules are reloaded when it changes (default: $LEVEE_CONFIG)
+  --print-config             print the effective configuration as a configuration file and exit
   --kubeconfig PATH          upstream cluster and Levee's own credentials
                              (default: $KUBECONFIG, then the in-cluster service account, then ~/.kube/config)
   --context NAME             kubeconfig context (default: the current context)
@@ -129,13 +140,47 @@ const LOG_LEVELS: readonly LevelWithSilent[] = ['trace', 'debug', 'info', 'warn'
 
 export class UsageError extends Error {}
 
-export function parseOptions(argv: string[]): Options | 'help' {
+/** Environment variables for the settings where one is natural (a container's env). */
+const ENV_FLAGS: Record<string, string> = {
+  LEVEE_LISTEN: 'listen',
+  LEVEE_AUTH: 'auth',
+  LEVEE_LOG_LEVEL: 'log-level',
+  LEVEE_CACHE: 'cache',
+  LEVEE_CONSISTENT_READS: 'consistent-reads',
+};
+
+/**
+ * Options from, in rising precedence: defaults, the configuration file (--config or
+ * $LEVEE_CONFIG), environment variables, flags. A ConfigError names the file's field.
+ */
+export function parseOptions(argv: string[], env: NodeJS.ProcessEnv = {}): Options | 'help' {
+  const configPath = configFlag(argv) ?? env.LEVEE_CONFIG;
+  const file = configPath ? loadConfigFile(configPath) : undefined;
+  const fromEnv = Object.entries(ENV_FLAGS).flatMap(([name, flag]) => (env[name] ? [`--${flag}`, env[name]] : []));
+  const options = parseArgv([...(file ? configToArgs(file) : []), ...fromEnv, ...argv]);
+  if (options === 'help') return options;
+  return { ...options, configFile: configPath, rules: [...(file ? rulesOf(file) : []), ...options.rules] };
+}
+
+/** --config PATH or --config=PATH, read before the rest so the file's flags can come first. */
+function configFlag(argv: string[]): string | undefined {
+  let path: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--config') path = argv[++i];
+    else if (argv[i]!.startsWith('--config=')) path = argv[i]!.slice('--config='.length);
+  }
+  return path;
+}
+
+function parseArgv(argv: string[]): Options | 'help' {
   let values;
   try {
     ({ values } = parseArgs({
       args: argv,
       strict: true,
       options: {
+        config: { type: 'string' },
+        'print-config': { type: 'boolean', default: false },
         kubeconfig: { type: 'string' },
         context: { type: 'string' },
         'upstream-server': { type: 'string', multiple: true },
@@ -202,6 +247,7 @@ export function parseOptions(argv: string[]): Options | 'help' {
     }
   };
   return {
+    printConfig: values['print-config'],
     kubeconfig: values.kubeconfig,
     context: values.context,
     upstreamServers: values['upstream-server'] ?? [],
@@ -237,9 +283,9 @@ export function parseOptions(argv: string[]): Options | 'help' {
     shutdownDelayMs: duration('shutdown-delay-duration'),
     cache: values.cache.split(',').map((r) => r.trim()).filter((r) => r !== ''),
     consistentReads: parseConsistentReads(values['consistent-reads']),
-    clientPolicies: (values['consistent-reads-for'] ?? []).map((v) => {
+    rules: (values['consistent-reads-for'] ?? []).map((v) => {
       try {
-        return parseClientPolicy(v);
+        return parseConsistentReadsFor(v);
       } catch (err) {
         throw new UsageError(`--consistent-reads-for: ${(err as Error).message}`);
       }

@@ -91,6 +91,11 @@ export class FlowController {
     return this.#take(this.#upstream.get(cls)!, cls, 'upstream', flow, signal);
   }
 
+  /** True while requests of `cls` wait for the upstream bound: the apiserver is as busy as Levee lets it be. */
+  upstreamBusy(cls: PriorityClass): boolean {
+    return this.#upstream.get(cls)!.queued > 0;
+  }
+
   /** In flight and queued per class and stage, for the metrics. */
   snapshot(): Array<{ cls: PriorityClass; stage: 'requests' | 'upstream'; inFlight: number; queued: number; seats: number }> {
     const out = [];

@@ -13,12 +13,13 @@ import type { UpstreamPools } from '../upstream/pools.ts';
 import { tunnelUpgrade, writeStatusAndClose } from '../upstream/tunnel.ts';
 import type { Health } from './health.ts';
 import type { Credential } from '../auth/authenticate.ts';
-import type { ResourceAttributes } from '../auth/authorize.ts';
+import { forbidden, type ResourceAttributes } from '../auth/authorize.ts';
+import type { Status } from '../api/types.ts';
 import type { AccessGuard } from '../auth/guard.ts';
 import { isImpersonationHeader } from '../auth/impersonation.ts';
 import type { WatchReauthorizer } from '../auth/watchrecheck.ts';
 import { errorLine } from '../watch/encode.ts';
-import { clientPolicyFor, type ClientPolicy } from './clientpolicy.ts';
+import { consistentReadsFor, decidingRule, type Rule } from '../config/rules.ts';
 import type { UserInfo } from '../auth/user.ts';
 import { classify, flowOf, isExempt, tooManyRequests, type FlowController } from '../flow/flowcontrol.ts';
 import type { Grant } from '../flow/fairqueue.ts';
@@ -41,8 +42,8 @@ export interface ChainDeps {
   watchReauthorizer?: WatchReauthorizer | undefined;
   /** Flow control; without it every request is taken at once. */
   flow?: FlowController | undefined;
-  /** Consistent-read policies by client, ahead of the resource's own. */
-  clientPolicies?: readonly ClientPolicy[] | undefined;
+  /** The configuration's rules, read at each request so a reload takes effect at once. */
+  rules?: (() => readonly Rule[]) | undefined;
   /** Aborted at shutdown: forwarded watches then end cleanly between two events. */
   ending?: AbortSignal | undefined;
 }
@@ -111,6 +112,15 @@ export function createHandlers(deps: ChainDeps): Handlers {
         return;
       }
       user = await deps.guard.userOf(credential);
+      const rule = decidingRule(deps.rules?.() ?? [], info, user);
+      if (rule?.action === 'deny') {
+        writeStatus(res, deniedByRule(info, user, rule.name));
+        return;
+      }
+      if (rule?.action === 'reject') {
+        writeStatus(res, tooManyRequests(rule.retryAfterSeconds ?? 1));
+        return;
+      }
       // Flow control: a seat of the request's class, fairly shared between users, or a 429.
       const flow = deps.flow && !isExempt(info, user) ? { cls: classify(info, longRunning), key: flowOf(user, flowFallback(credential, req)) } : undefined;
       const cancelled = flow ? abortOnClose(res) : undefined;
@@ -212,9 +222,10 @@ export function createHandlers(deps: ChainDeps): Handlers {
     let consistentReads = cached?.consistentReads ?? 'forward';
     // Only a read without resourceVersion consults the policy, and only then is the client's user
     // looked up for it (a token's review is cached, so this costs nothing on the hot path).
-    if (cached && deps.clientPolicies?.length && !request.query.get('resourceVersion')) {
+    const rules = deps.rules?.() ?? [];
+    if (cached && rules.length > 0 && !request.query.get('resourceVersion')) {
       const user = await deps.guard.userOf(credential);
-      if (user) consistentReads = clientPolicyFor(deps.clientPolicies, user) ?? consistentReads;
+      consistentReads = consistentReadsFor(rules, info, user, deps.flow?.upstreamBusy('read') ?? false) ?? consistentReads;
     }
     const decide = info.verb === 'watch' ? decideWatch : decideRead;
     const decision = decide(
@@ -328,6 +339,14 @@ export function createHandlers(deps: ChainDeps): Handlers {
     request: (req, res) => void request(req, res),
     upgrade,
   };
+}
+
+/** A rule's refusal, shaped as the apiserver's Forbidden for the same request. */
+function deniedByRule(info: RequestInfo, user: UserInfo | undefined, rule: string): Status {
+  const why = `denied by Levee rule "${rule}"`;
+  const who = { username: user?.username ?? '', uid: '', groups: [], extra: {} };
+  if (!info.isResourceRequest) return forbidden(who, { verb: info.verb, path: info.path }, why);
+  return forbidden(who, { verb: info.verb, group: info.apiGroup, resource: info.resource, subresource: info.subresource, namespace: info.namespace, name: info.name }, why);
 }
 
 /** Before the user is known (a token not reviewed), a hash of the credential stands for the flow. */

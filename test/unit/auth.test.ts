@@ -8,7 +8,6 @@ import { forbidden } from '../../src/auth/authorize.ts';
 import { ReviewCache } from '../../src/auth/reviewcache.ts';
 import { splitServiceAccount, userKey, withAuthenticatedGroup } from '../../src/auth/user.ts';
 import { parseDuration } from '../../src/config/duration.ts';
-import { clientPolicyFor, parseClientPolicy } from '../../src/serve/clientpolicy.ts';
 import { ruleAllows } from '../../src/auth/rbac.ts';
 
 test('bearer tokens are read as the apiserver reads them', () => {
@@ -111,25 +110,6 @@ test('durations are read as Kubernetes flags write them', () => {
   assert.equal(parseDuration('2h'), 7_200_000);
   assert.equal(parseDuration('1.5s'), 1500);
   for (const bad of ['', '10', 's', '1x', '1s2', '-1s']) assert.throws(() => parseDuration(bad), /not a duration/, bad);
-});
-
-test('consistent-read policies by client: parsed with names that hold colons, first match wins', () => {
-  const rules = [
-    parseClientPolicy('serviceaccount:kube-system:*=cache'),
-    parseClientPolicy('group:system:nodes=cache'),
-    parseClientPolicy('user:system:admin=forward'),
-    parseClientPolicy('group:system:masters=verify'),
-  ];
-  assert.deepEqual(rules[1], { subject: { kind: 'group', name: 'system:nodes' }, policy: 'cache' });
-  const user = (username: string, groups: string[] = []) => ({ username, uid: '', groups, extra: {} });
-  assert.equal(clientPolicyFor(rules, user('system:serviceaccount:kube-system:agent')), 'cache');
-  assert.equal(clientPolicyFor(rules, user('system:serviceaccount:default:agent')), undefined);
-  assert.equal(clientPolicyFor(rules, user('system:node:n1', ['system:nodes'])), 'cache');
-  assert.equal(clientPolicyFor(rules, user('system:admin', ['system:masters'])), 'forward');
-  assert.equal(clientPolicyFor(rules, user('root', ['system:masters'])), 'verify');
-  for (const bad of ['user:alice', 'alice=cache', 'user:=cache', 'user:alice=sometimes', 'robot:x=cache', 'serviceaccount:x=cache']) {
-    assert.throws(() => parseClientPolicy(bad), Error, bad);
-  }
 });
 
 test('RBAC rules match as the apiserver matches them', () => {

@@ -1,0 +1,109 @@
+// Explicit rules from the configuration, matched on what a request is (verb, resource, path) and
+// who sends it (user, group, service account), in the spirit of KubeGateway's rules and kubectl
+// proxy's reject-paths. The first rule with an action decides: allow (stop looking), deny (the
+// apiserver's 403 shape) or reject (429 with Retry-After). Separately, the first matching rule
+// that names a consistentReads policy chooses how reads without resourceVersion are answered, so
+// the expensive LISTs of a class of clients can be answered from the cache, always or only while
+// the upstream is busy.
+import type { UserInfo } from '../auth/user.ts';
+import type { RequestInfo } from '../serve/requestinfo.ts';
+import type { ConsistentReads } from '../serve/decide.ts';
+
+export interface RuleMatch {
+  verbs?: string[] | undefined;
+  /** "pods", "deployments.apps", "pods/log", "*". */
+  resources?: string[] | undefined;
+  users?: string[] | undefined;
+  groups?: string[] | undefined;
+  /** "NAMESPACE:NAME", or "NAMESPACE:*" for every service account of a namespace. */
+  serviceAccounts?: string[] | undefined;
+  /** Request paths, exact or ending in "*" for a prefix. */
+  paths?: string[] | undefined;
+}
+
+export interface Rule {
+  name: string;
+  match: RuleMatch;
+  action?: 'allow' | 'deny' | 'reject' | undefined;
+  consistentReads?: ConsistentReads | undefined;
+  /** consistentReads only: always, or only while requests wait for the upstream bound. */
+  when?: 'always' | 'upstream-busy' | undefined;
+  retryAfterSeconds?: number | undefined;
+}
+
+const any = (list: string[] | undefined): boolean => list === undefined || list.length === 0;
+
+function resourceMatches(patterns: string[], info: RequestInfo): boolean {
+  if (!info.isResourceRequest) return false;
+  const resource = info.subresource ? `${info.resource}/${info.subresource}` : info.resource;
+  const qualified = info.apiGroup ? `${resource}.${info.apiGroup}` : resource;
+  return patterns.some((p) => {
+    if (p === '*') return true;
+    // "pods/log" in group "", or "deployments.apps"; "pods" also covers its subresources.
+    const [name, ...group] = p.split('.');
+    const g = group.join('.');
+    if (g !== info.apiGroup) return false;
+    return name === resource || name === info.resource || qualified === p;
+  });
+}
+
+function subjectMatches(m: RuleMatch, user: UserInfo | undefined): boolean {
+  if (any(m.users) && any(m.groups) && any(m.serviceAccounts)) return true;
+  if (!user) return false;
+  if (m.users?.includes(user.username)) return true;
+  if (m.groups?.some((g) => user.groups.includes(g))) return true;
+  return (m.serviceAccounts ?? []).some((sa) => {
+    const [ns, name] = sa.split(':');
+    return name === '*' ? user.username.startsWith(`system:serviceaccount:${ns}:`) : user.username === `system:serviceaccount:${ns}:${name}`;
+  });
+}
+
+export function ruleMatches(rule: Rule, info: RequestInfo, user: UserInfo | undefined): boolean {
+  const m = rule.match;
+  if (!any(m.verbs) && !m.verbs!.includes('*') && !m.verbs!.includes(info.verb)) return false;
+  if (!any(m.resources) && !resourceMatches(m.resources!, info)) return false;
+  if (!any(m.paths) && !m.paths!.some((p) => (p.endsWith('*') ? info.path.startsWith(p.slice(0, -1)) : info.path === p))) return false;
+  return subjectMatches(m, user);
+}
+
+/** The first rule with an action that matches, if any. */
+export function decidingRule(rules: readonly Rule[], info: RequestInfo, user: UserInfo | undefined): Rule | undefined {
+  return rules.find((r) => r.action !== undefined && ruleMatches(r, info, user));
+}
+
+/** The consistent-read policy the first matching rule names, if any. */
+export function consistentReadsFor(rules: readonly Rule[], info: RequestInfo, user: UserInfo | undefined, upstreamBusy: boolean): ConsistentReads | undefined {
+  return rules.find((r) => r.consistentReads !== undefined && (r.when !== 'upstream-busy' || upstreamBusy) && ruleMatches(r, info, user))?.consistentReads;
+}
+
+const POLICIES: readonly ConsistentReads[] = ['verify', 'cache', 'forward'];
+
+/**
+ * --consistent-reads-for as a rule: "user:NAME=POLICY", "group:NAME=POLICY",
+ * "serviceaccount:NAMESPACE:NAME=POLICY" (NAME "*" for every service account of the namespace).
+ * Names may hold ':' (system:nodes); the policy follows the last '='.
+ */
+export function parseConsistentReadsFor(value: string): Rule {
+  const eq = value.lastIndexOf('=');
+  const colon = value.indexOf(':');
+  if (eq === -1 || colon === -1 || colon > eq) throw new Error(`"${value}" is not KIND:NAME=POLICY`);
+  const kind = value.slice(0, colon);
+  const name = value.slice(colon + 1, eq);
+  const policy = value.slice(eq + 1) as ConsistentReads;
+  if (!POLICIES.includes(policy)) throw new Error(`"${policy}" is not one of ${POLICIES.join(', ')}`);
+  if (name === '') throw new Error(`"${value}" names no ${kind}`);
+  const rule = (match: RuleMatch): Rule => ({ name: `consistent-reads-for ${value}`, match, consistentReads: policy });
+  switch (kind) {
+    case 'user':
+      return rule({ users: [name] });
+    case 'group':
+      return rule({ groups: [name] });
+    case 'serviceaccount': {
+      const parts = name.split(':');
+      if (parts.length !== 2 || parts[0] === '' || parts[1] === '') throw new Error(`"${value}": a service account is NAMESPACE:NAME`);
+      return rule({ serviceAccounts: [name] });
+    }
+    default:
+      throw new Error(`"${kind}" is not one of user, group, serviceaccount`);
+  }
+}

@@ -1,0 +1,109 @@
+// The configuration file on a running Levee: its rules refuse what they name with the apiserver's
+// kind of answer, and a change to the file applies new rules and flow-control limits without a
+// restart (a broken change is refused and the running configuration kept).
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync, renameSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Agent, request } from 'undici';
+import { readFileSync } from 'node:fs';
+import { loadEnv, type TestEnv } from '../env/testenv.ts';
+import { startLevee, type LeveeProcess } from '../support/levee.ts';
+import { send, suffix } from '../support/http.ts';
+
+let env: TestEnv;
+let agent: Agent;
+let levee: LeveeProcess;
+const ns = `config-${suffix()}`;
+const dir = mkdtempSync(join(tmpdir(), 'levee-config-'));
+const configFile = join(dir, 'levee.yaml');
+
+function writeConfig(text: string): void {
+  // As a ConfigMap volume updates: a new file moved into place.
+  writeFileSync(`${configFile}.new`, text);
+  renameSync(`${configFile}.new`, configFile);
+}
+
+const RULES = `apiVersion: levee.dev/v1alpha1
+kind: Configuration
+cache:
+  resources: [configmaps]
+flowControl:
+  maxRequestsInflight: 50
+rules:
+  - name: admins-pass
+    match: { groups: [system:masters] }
+    action: allow
+  - name: no-secrets
+    match: { resources: [secrets] }
+    action: deny
+  - name: slow-down-bob
+    match: { users: [bob] }
+    action: reject
+    retryAfterSeconds: 7
+`;
+
+async function get(path: string, token: string): Promise<{ status: number; body: string; retryAfter: string | undefined }> {
+  const res = await request(levee.url.origin + path, { dispatcher: agent, headers: { authorization: `Bearer ${token}`, accept: 'application/json' } });
+  return { status: res.statusCode, body: await res.body.text(), retryAfter: res.headers['retry-after'] as string | undefined };
+}
+
+before(async () => {
+  env = loadEnv();
+  agent = new Agent({ connect: { ca: readFileSync(env.caFile) }, allowH2: false });
+  assert.equal((await send('POST', `${env.server}/api/v1/namespaces`, agent, env.tokens.admin, { metadata: { name: ns } })).status, 201);
+  writeConfig(RULES);
+  levee = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra: ['--config', configFile] });
+});
+
+after(async () => {
+  await levee?.stop();
+  await send('DELETE', `${env.server}/api/v1/namespaces/${ns}`, agent, env.tokens.admin);
+  await agent.close();
+});
+
+test('rules deny with a Forbidden Status, reject with 429 and their Retry-After, and allow ahead of both', async () => {
+  const denied = await get(`/api/v1/namespaces/${ns}/secrets`, env.tokens.alice);
+  assert.equal(denied.status, 403);
+  assert.deepEqual(JSON.parse(denied.body), {
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    message: `secrets is forbidden: User "alice" cannot list resource "secrets" in API group "" in the namespace "${ns}": denied by Levee rule "no-secrets"`,
+    reason: 'Forbidden',
+    details: { kind: 'secrets' },
+    code: 403,
+  });
+  const rejected = await get(`/api/v1/namespaces/${ns}/configmaps`, env.tokens.bob);
+  assert.equal(rejected.status, 429);
+  assert.equal(rejected.retryAfter, '7');
+  assert.equal((JSON.parse(rejected.body) as { reason: string }).reason, 'TooManyRequests');
+  assert.equal((await get(`/api/v1/namespaces/${ns}/secrets`, env.tokens.admin)).status, 200, 'admins-pass comes first');
+});
+
+test('a changed file applies new rules and limits without a restart; a broken one is refused', async () => {
+  const seats = async (): Promise<number> => {
+    const m = /levee_flowcontrol_seats\{class="read",stage="requests"\} (\d+)/.exec((await get('/metrics', env.tokens.admin)).body);
+    return Number(m?.[1]);
+  };
+  assert.equal(await seats(), 50);
+  writeConfig(RULES.replace('maxRequestsInflight: 50', 'maxRequestsInflight: 60').replace(/ {2}- name: no-secrets[\s\S]*$/, ''));
+  const deadline = Date.now() + 15_000;
+  while ((await seats()) !== 60) {
+    assert.ok(Date.now() < deadline, 'the new limit never applied');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  assert.equal((await get(`/api/v1/namespaces/${ns}/secrets`, env.tokens.alice)).status, 403, 'now the apiserver refuses alice itself');
+  assert.doesNotMatch((await get(`/api/v1/namespaces/${ns}/secrets`, env.tokens.alice)).body, /Levee rule/);
+  assert.equal((await get(`/api/v1/namespaces/${ns}/configmaps`, env.tokens.bob)).status, 403, 'bob is no longer rejected by a rule');
+  writeConfig('flowControl: { maxRequestsInflight: lots }\n');
+  const logged = Date.now() + 15_000;
+  while (!/configuration changed but is not valid; keeping the running one/.test(levee.output())) {
+    assert.ok(Date.now() < logged, 'the broken file was not reported');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  assert.match(levee.output(), /flowControl\.maxRequestsInflight/);
+  assert.equal(await seats(), 60);
+});
