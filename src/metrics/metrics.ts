@@ -101,20 +101,19 @@ export class GatewayMetrics {
     counterOf('levee_token_reviews_total', 'TokenReviews sent upstream to authenticate bearer tokens.', () => reviewers.tokens.sent);
     counterOf('levee_subject_access_reviews_total', 'SubjectAccessReviews sent upstream to authorize requests.', () => reviewers.access.sent);
     counterOf('levee_authorization_local_rbac_allowed_total', 'Authorization decisions RBAC allowed from Levee\'s cache of roles and bindings, with no review sent.', () => reviewers.access.allowedLocally);
-    const sa = reviewers.serviceAccountTokens;
-    if (sa) {
-      counterOf('levee_serviceaccount_tokens_verified_locally_total', 'Bearer tokens authenticated as service-account tokens by Levee itself, with no TokenReview sent.', () => sa.counts.verified);
-      new Counter({
-        name: 'levee_serviceaccount_tokens_fallback_total',
-        help: 'Bearer tokens Levee could not verify itself and left to a TokenReview (answered from the review cache or sent), by reason.',
-        labelNames: ['reason'],
-        registers: [this.registry],
-        collect() {
-          this.reset();
-          for (const [reason, n] of Object.entries(sa.counts.fallback)) this.inc({ reason }, n ?? 0);
-        },
-      });
-    }
+    // Registered with or without the flag, so dashboards and alerts find the series either way.
+    const sa = (): { verified: number; fallback: Partial<Record<string, number>> } | undefined => reviewers.serviceAccountTokens?.counts;
+    counterOf('levee_serviceaccount_tokens_verified_locally_total', 'Bearer tokens authenticated as service-account tokens by Levee itself, with no TokenReview sent.', () => sa()?.verified ?? 0);
+    new Counter({
+      name: 'levee_serviceaccount_tokens_fallback_total',
+      help: 'Bearer tokens Levee could not verify itself and left to a TokenReview (answered from the review cache or sent), by reason.',
+      labelNames: ['reason'],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [reason, n] of Object.entries(sa()?.fallback ?? {})) this.inc({ reason }, n ?? 0);
+      },
+    });
   }
 
   /**
