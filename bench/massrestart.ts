@@ -289,7 +289,7 @@ if (applied.code !== 0) throw new Error(applied.stderr);
 const levee = await startLevee({
   kubeconfig: writeKubeconfig(env.server, env.caFile, await tokenFor('levee', 'levee')),
   tls: env.leveeServing,
-  extra: ['--cache', 'pods,nodes', '--authorization-local-rbac'],
+  extra: ['--cache', 'pods,nodes', '--authorization-local-rbac', '--authentication-local-serviceaccount-tokens'],
 });
 for (let i = 0; ; i++) {
   const ready = await call(admin, token, 'GET', `${levee.url.origin}/readyz`);
@@ -306,6 +306,7 @@ log(`levee: all ${K} synced in ${via.allSyncedMs.toFixed(0)} ms`);
 const reviews = {
   tokenReviews: metric(leveeMetrics, 'levee_token_reviews_total') ?? 0,
   subjectAccessReviews: metric(leveeMetrics, 'levee_subject_access_reviews_total') ?? 0,
+  serviceAccountTokensVerifiedLocally: metric(leveeMetrics, 'levee_serviceaccount_tokens_verified_locally_total') ?? 0,
 };
 const report = { benchmark: 'massrestart', date: new Date().toISOString(), node: process.version, apiserver: env.version, agents: K, nodes: layout.nodes.length, pods: layout.pods.length, direct, via, leveeReviewsSinceStart: reviews };
 const out = resolve(import.meta.dirname, 'results');
@@ -321,7 +322,7 @@ const md = `# Mass restart: ${K} agents at once
 ${report.date}, Kubernetes ${env.version}, Node ${process.version}; ${layout.pods.length} pods on ${layout.nodes.length} nodes, ${K} agents
 (service accounts, one HTTP/2 connection each) on ${Math.min(K, layout.nodes.length)} nodes. Each agent LISTs the pods on its node
 and its Node (resourceVersion=0), then WATCHes both; synced = both watches open. 429s are retried after Retry-After.
-Directly first, then through Levee (\`--cache pods,nodes --authorization-local-rbac\`, synced before the agents start, running as
+Directly first, then through Levee (\`--cache pods,nodes --authorization-local-rbac --authentication-local-serviceaccount-tokens\`, synced before the agents start, running as
 deploy/rbac.yaml's account). Watches that reached the apiserver are counted while open (apiserver_longrunning_requests).
 
 | | apiserver directly | through Levee | ratio |
@@ -340,6 +341,9 @@ deploy/rbac.yaml's account). Watches that reached the apiserver are counted whil
 What reached the apiserver, by verb and resource:
 - directly: ${kinds(direct)}
 - through Levee: ${kinds(via)}
+
+Levee since its start: ${reviews.tokenReviews} TokenReviews, ${reviews.subjectAccessReviews} SubjectAccessReviews sent;
+${reviews.serviceAccountTokensVerifiedLocally} service-account token authentications verified locally.
 `;
 writeFileSync(resolve(out, 'massrestart.md'), md);
 console.log(md);

@@ -62,6 +62,7 @@ async function main(): Promise<number> {
     rules: options.rules,
     flow: limitsFrom(options.flow),
     localRbac: options.localRbac,
+    localServiceAccountTokens: options.localServiceAccountTokens,
     resourceOptions: options.resourceOptions,
     discoveryTtlMs: options.discoveryTtlMs,
     coalesceMaxBytes: options.coalesceMaxBytes,

@@ -13,6 +13,8 @@ import type { AuthMode } from './auth/authenticate.ts';
 import { AccessGuard } from './auth/guard.ts';
 import { WatchReauthorizer } from './auth/watchrecheck.ts';
 import { LocalRbac, RBAC_RESOURCES } from './auth/rbac.ts';
+import { ServiceAccountTokenVerifier } from './auth/satoken.ts';
+import { getJson } from './upstream/client.ts';
 import { Cache, type ConsistentReadPolicy, type ResourceOptions } from './cache/cache.ts';
 import { DiscoveryCache } from './discovery/cache.ts';
 import { ReadCoalescer } from './upstream/coalesce.ts';
@@ -30,6 +32,8 @@ export interface GatewayConfig {
   rules?: Rule[] | undefined;
   /** Evaluate RBAC from a cache of Roles and bindings before asking the apiserver. */
   localRbac?: boolean | undefined;
+  /** Verify service-account tokens locally (keys from OIDC discovery, objects from a cache of service accounts and pods). */
+  localServiceAccountTokens?: boolean | undefined;
   /** Flow-control limits; the defaults when absent. */
   flow?: FlowControlLimits | undefined;
   resourceOptions?: Record<string, ResourceOptions> | undefined;
@@ -51,6 +55,9 @@ export interface SecurityTuning {
   authorizationDeniedTtlMs: number;
   watchReauthorizeMs: number;
 }
+
+// Bound service-account tokens name their service account; pods are cached by default (--cache).
+const SERVICE_ACCOUNTS = 'serviceaccounts';
 
 export const DEFAULT_SECURITY: SecurityTuning = {
   anonymous: false,
@@ -93,7 +100,9 @@ export async function startGateway(config: GatewayConfig): Promise<Gateway> {
   const pools = new UpstreamPools(config.upstream);
   const metrics = new GatewayMetrics();
   const health = new Health();
-  const specs = config.localRbac ? [...new Set([...config.cache, ...RBAC_RESOURCES])] : config.cache;
+  const specs = [
+    ...new Set([...config.cache, ...(config.localRbac ? RBAC_RESOURCES : []), ...(config.localServiceAccountTokens ? [SERVICE_ACCOUNTS] : [])]),
+  ];
   const cache = specs.length > 0 ? new Cache(pools, specs, config.logger, metrics.cache, config.consistentReads, config.resourceOptions) : undefined;
   const localRbac =
     config.localRbac && cache
@@ -102,6 +111,15 @@ export async function startGateway(config: GatewayConfig): Promise<Gateway> {
           return cache.lookup(spec.slice(dot + 1), spec.slice(0, dot));
         })
       : undefined;
+  const serviceAccountTokens =
+    config.localServiceAccountTokens && cache
+      ? new ServiceAccountTokenVerifier({
+          fetch: (path, accept) => getJson(pools, path, undefined, accept),
+          objects: (resource) => cache.lookup('', resource),
+          onError: (err) => config.logger.warn({ err: err.message }, 'service-account token keys could not be fetched; tokens go to TokenReview'),
+        })
+      : undefined;
+  serviceAccountTokens?.start();
   let shuttingDown = false;
   // Aborted when shutdown begins: forwarded watches end at their next event boundary.
   const ending = new AbortController();
@@ -119,6 +137,7 @@ export async function startGateway(config: GatewayConfig): Promise<Gateway> {
     allowedTtlMs: security.authorizationAllowedTtlMs,
     deniedTtlMs: security.authorizationDeniedTtlMs,
     localRbac,
+    serviceAccountTokens,
   });
   metrics.observeReviews(guard);
   const watchReauthorizer = new WatchReauthorizer(guard, security.watchReauthorizeMs);
@@ -155,6 +174,7 @@ export async function startGateway(config: GatewayConfig): Promise<Gateway> {
   try {
     listener = await listen({ host, port, tls: config.tls, logger: config.logger }, handlers);
   } catch (err) {
+    serviceAccountTokens?.stop();
     await cache?.stop();
     await pools.close();
     throw err;
@@ -172,6 +192,7 @@ export async function startGateway(config: GatewayConfig): Promise<Gateway> {
       ending.abort();
       cache?.endWatches();
       const result = await drained;
+      serviceAccountTokens?.stop();
       await cache?.stop();
       await pools.close();
       return result;
@@ -179,6 +200,7 @@ export async function startGateway(config: GatewayConfig): Promise<Gateway> {
     close: async () => {
       shuttingDown = true;
       await listener.close();
+      serviceAccountTokens?.stop();
       await cache?.stop();
       await pools.close();
     },

@@ -9,6 +9,7 @@ import type { UpstreamPools } from '../upstream/pools.ts';
 import { credentialOf, type AuthenticationOptions, type Credential } from './authenticate.ts';
 import { forbidden, SubjectAccessReviewer, type Attributes, type AuthorizationOptions, type ResourceAttributes } from './authorize.ts';
 import { impersonationChecks, impersonationHeaders, ImpersonationError } from './impersonation.ts';
+import type { ServiceAccountTokenVerifier } from './satoken.ts';
 import { TokenReviewer, type TokenReviewOptions } from './tokenreview.ts';
 import { anonymous, withAuthenticatedGroup, type UserInfo } from './user.ts';
 
@@ -19,10 +20,14 @@ export type Admission =
   /** Levee cannot tell (a review failed): forward, and the apiserver decides. */
   | { allowed: 'undecided' };
 
-export interface GuardOptions extends AuthenticationOptions, AuthorizationOptions, TokenReviewOptions {}
+export interface GuardOptions extends AuthenticationOptions, AuthorizationOptions, TokenReviewOptions {
+  /** Verifies service-account tokens locally; what it cannot prove is reviewed upstream. */
+  serviceAccountTokens?: ServiceAccountTokenVerifier | undefined;
+}
 
 // Levee's own user changes only when its credentials do; asking again now and then notices that.
 const OWN_USER_TTL_MS = 5 * 60_000;
+const RECENT_MS = 1_000;
 
 export class AccessGuard {
   readonly #opts: GuardOptions;
@@ -30,12 +35,28 @@ export class AccessGuard {
   readonly tokens: TokenReviewer;
   readonly access: SubjectAccessReviewer;
   #own: { at: number; user: Promise<UserInfo> } | undefined;
+  readonly #saTokens: ServiceAccountTokenVerifier | undefined;
+  // The TokenReview that is learning the API audiences, while one is: tokens that only lack those
+  // wait for it instead of each sending a review of its own (agents restarting together).
+  #learning: Promise<void> | undefined;
+  // One request asks for its user more than once (flow control, then authorization): it is
+  // authenticated once. A watch asking again minutes later is authenticated again.
+  readonly #recent = new WeakMap<Credential, { at: number; user: Promise<UserInfo | undefined> }>();
 
   constructor(pools: UpstreamPools, opts: GuardOptions) {
     this.#opts = opts;
     this.#pools = pools;
     this.tokens = new TokenReviewer(pools, opts);
     this.access = new SubjectAccessReviewer(pools, opts);
+    this.#saTokens = opts.serviceAccountTokens;
+    if (this.#saTokens) {
+      const verifier = this.#saTokens;
+      this.tokens.onAudiences = (auds) => verifier.learnAudiences(auds);
+    }
+  }
+
+  get serviceAccountTokens(): ServiceAccountTokenVerifier | undefined {
+    return this.#saTokens;
   }
 
   get mode(): AuthenticationOptions['mode'] {
@@ -125,10 +146,43 @@ export class AccessGuard {
       case 'own':
         return this.#ownUser();
       case 'token': {
-        const answer = await this.tokens.review(c.token);
-        return answer.authenticated ? answer.user : undefined;
+        const now = Date.now();
+        const recent = this.#recent.get(c);
+        if (recent && now - recent.at < RECENT_MS) return recent.user;
+        const user = this.#tokenUser(c.token);
+        this.#recent.set(c, { at: now, user });
+        user.catch(() => this.#recent.delete(c));
+        return user;
       }
     }
+  }
+
+  async #tokenUser(token: string): Promise<UserInfo | undefined> {
+    const verifier = this.#saTokens;
+    let learner = false;
+    if (verifier) {
+      let local = await verifier.verify(token);
+      if (!local.verified && local.reason === 'audience-unknown' && this.#learning) {
+        await this.#learning;
+        local = await verifier.verify(token);
+      }
+      verifier.count(local);
+      if (local.verified) return local.user;
+      learner = local.reason === 'audience-unknown' && !this.#learning;
+    }
+    const review = this.tokens.review(token);
+    if (learner) {
+      const learning = review.then(
+        () => undefined,
+        () => undefined,
+      );
+      this.#learning = learning;
+      void learning.then(() => {
+        if (this.#learning === learning) this.#learning = undefined;
+      });
+    }
+    const answer = await review;
+    return answer.authenticated ? answer.user : undefined;
   }
 
 

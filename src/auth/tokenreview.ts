@@ -14,6 +14,7 @@ interface TokenReviewStatus {
   authenticated?: boolean;
   user?: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> };
   error?: string;
+  audiences?: string[];
 }
 
 export interface TokenReviewOptions {
@@ -26,6 +27,8 @@ export class TokenReviewer {
   readonly #cache: ReviewCache<TokenAnswer>;
   /** Reviews sent upstream, for the metrics. */
   sent = 0;
+  /** Told the audiences of every token the apiserver accepted: its API audiences, as far as the token names them. */
+  onAudiences: ((audiences: string[]) => void) | undefined;
 
   constructor(pools: UpstreamPools, opts: TokenReviewOptions) {
     this.#pools = pools;
@@ -50,6 +53,7 @@ export class TokenReviewer {
     });
     const s = review.status ?? {};
     if (!s.authenticated || !s.user?.username) return { authenticated: false, error: s.error ?? 'token not authenticated' };
+    if (Array.isArray(s.audiences)) this.onAudiences?.(s.audiences.filter((a) => typeof a === 'string'));
     return {
       authenticated: true,
       user: withAuthenticatedGroup({

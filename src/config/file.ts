@@ -77,6 +77,7 @@ export const configSchema = z.strictObject({
       anonymous: z.boolean().optional(),
       tokenCacheTTL: duration.optional(),
       tokenNegativeCacheTTL: duration.optional(),
+      localServiceAccountTokens: z.boolean().optional(),
     })
     .optional(),
   authorization: z
@@ -177,6 +178,7 @@ export function configToArgs(c: ConfigFile): string[] {
   flag('anonymous-auth', c.authentication?.anonymous);
   flag('token-cache-ttl', c.authentication?.tokenCacheTTL);
   flag('token-negative-cache-ttl', c.authentication?.tokenNegativeCacheTTL);
+  flag('authentication-local-serviceaccount-tokens', c.authentication?.localServiceAccountTokens);
   flag('authorization-cache-allowed-ttl', c.authorization?.allowedTTL);
   flag('authorization-cache-denied-ttl', c.authorization?.deniedTTL);
   flag('watch-reauthorize-interval', c.authorization?.watchReauthorizeInterval);
@@ -240,7 +242,13 @@ export function effectiveConfig(o: Options): ConfigFile {
     },
     listen: o.listen,
     ...(o.tlsCertFile && o.tlsKeyFile ? { tls: { certFile: o.tlsCertFile, keyFile: o.tlsKeyFile, ...(o.clientCAFile ? { clientCAFile: o.clientCAFile } : {}) } } : {}),
-    authentication: { mode: o.auth, anonymous: o.anonymous, tokenCacheTTL: ms(o.tokenCacheTtlMs), tokenNegativeCacheTTL: ms(o.tokenNegativeCacheTtlMs) },
+    authentication: {
+      mode: o.auth,
+      anonymous: o.anonymous,
+      tokenCacheTTL: ms(o.tokenCacheTtlMs),
+      tokenNegativeCacheTTL: ms(o.tokenNegativeCacheTtlMs),
+      localServiceAccountTokens: o.localServiceAccountTokens,
+    },
     authorization: {
       allowedTTL: ms(o.authorizationAllowedTtlMs),
       deniedTTL: ms(o.authorizationDeniedTtlMs),

@@ -41,6 +41,7 @@ export interface Options {
   watchReauthorizeMs: number;
   flow: FlowLimitsInput;
   localRbac: boolean;
+  localServiceAccountTokens: boolean;
   logLevel: LevelWithSilent;
   shutdownGraceMs: number;
   shutdownDelayMs: number;
@@ -89,6 +90,10 @@ Options:
   --authorization-local-rbac  evaluate RBAC from a cache of Roles, ClusterRoles and bindings: what RBAC
                              grants is allowed with no review upstream, the rest is still reviewed. Only for
                              clusters whose authorizer chain includes RBAC with no deny before it
+  --authentication-local-serviceaccount-tokens
+                             verify service-account tokens as the apiserver does, with its published keys
+                             (OIDC discovery) and a cache of service accounts (and pods, when cached),
+                             instead of a TokenReview each; what Levee cannot prove is still reviewed
   --watch-reauthorize-interval DURATION
                              how often a watch answered from the cache is authorized again, ended when
                              access is gone; 0 never (default: 1m)
@@ -201,6 +206,7 @@ function parseArgv(argv: string[]): Options | 'help' {
         'authorization-cache-denied-ttl': { type: 'string', default: '2s' },
         'watch-reauthorize-interval': { type: 'string', default: '1m' },
         'authorization-local-rbac': { type: 'boolean', default: false },
+        'authentication-local-serviceaccount-tokens': { type: 'boolean', default: false },
         'max-requests-inflight': { type: 'string' },
         'max-mutating-requests-inflight': { type: 'string' },
         'max-longrunning-requests': { type: 'string' },
@@ -269,6 +275,7 @@ function parseArgv(argv: string[]): Options | 'help' {
     authorizationDeniedTtlMs: duration('authorization-cache-denied-ttl'),
     watchReauthorizeMs: duration('watch-reauthorize-interval'),
     localRbac: values['authorization-local-rbac'],
+    localServiceAccountTokens: values['authentication-local-serviceaccount-tokens'],
     flow: {
       requests: {
         read: count('max-requests-inflight', DEFAULT_SEATS.requests.read),

@@ -83,7 +83,11 @@ export class GatewayMetrics {
    * Reviews sent upstream, read from the reviewers when scraped: how much authenticating and
    * authorizing clients costs the apiserver (decisions answered from Levee's caches are not sent).
    */
-  observeReviews(reviewers: { tokens: { sent: number }; access: { sent: number; allowedLocally: number } }): void {
+  observeReviews(reviewers: {
+    tokens: { sent: number };
+    access: { sent: number; allowedLocally: number };
+    serviceAccountTokens?: { counts: { verified: number; fallback: Partial<Record<string, number>> } } | undefined;
+  }): void {
     const counterOf = (name: string, help: string, read: () => number): void =>
       void new Counter({
         name,
@@ -97,6 +101,19 @@ export class GatewayMetrics {
     counterOf('levee_token_reviews_total', 'TokenReviews sent upstream to authenticate bearer tokens.', () => reviewers.tokens.sent);
     counterOf('levee_subject_access_reviews_total', 'SubjectAccessReviews sent upstream to authorize requests.', () => reviewers.access.sent);
     counterOf('levee_authorization_local_rbac_allowed_total', 'Authorization decisions RBAC allowed from Levee\'s cache of roles and bindings, with no review sent.', () => reviewers.access.allowedLocally);
+    // Registered with or without the flag, so dashboards and alerts find the series either way.
+    const sa = (): { verified: number; fallback: Partial<Record<string, number>> } | undefined => reviewers.serviceAccountTokens?.counts;
+    counterOf('levee_serviceaccount_tokens_verified_locally_total', 'Bearer tokens authenticated as service-account tokens by Levee itself, with no TokenReview sent.', () => sa()?.verified ?? 0);
+    new Counter({
+      name: 'levee_serviceaccount_tokens_fallback_total',
+      help: 'Bearer tokens Levee could not verify itself and left to a TokenReview (answered from the review cache or sent), by reason.',
+      labelNames: ['reason'],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [reason, n] of Object.entries(sa()?.fallback ?? {})) this.inc({ reason }, n ?? 0);
+      },
+    });
   }
 
   /**

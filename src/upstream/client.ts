@@ -14,9 +14,10 @@ export class UpstreamStatusError extends Error {
 
 const MAX_SMALL_BODY = 16 * 1024 * 1024;
 
-export async function getJson<T>(pools: UpstreamPools, path: string, signal?: AbortSignal): Promise<T> {
+/** `accept` names the JSON media type the path serves (the apiserver's JWKS is only application/jwk-set+json). */
+export async function getJson<T>(pools: UpstreamPools, path: string, signal?: AbortSignal, accept = 'application/json'): Promise<T> {
   const creds = await pools.upstream.ownCredentials();
-  const headers: Record<string, string> = { accept: 'application/json', 'user-agent': 'levee' };
+  const headers: Record<string, string> = { accept, 'user-agent': 'levee' };
   if (creds.authorization) headers.authorization = creds.authorization;
   const res = await pools.get('own', 'request').request({
     method: 'GET',

@@ -29,6 +29,8 @@ test('every example in config/ is valid and starts', () => {
   }
   const central = options(['--config', join(CONFIG_DIR, 'central-gateway.yaml')]);
   assert.equal(central.localRbac, true);
+  assert.equal(central.localServiceAccountTokens, true);
+  assert.equal(options(['--config', join(CONFIG_DIR, 'sidecar.yaml')]).localServiceAccountTokens, false);
   assert.equal(central.consistentReads.byResource.nodes, 'cache');
   assert.deepEqual(central.rules.map((r) => r.name), ['agents-read-from-cache', 'pods-from-cache-under-load', 'admins-pass', 'no-secrets']);
 });
