@@ -99,6 +99,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
     let flight: Flight | undefined;
     // A watch answered from the cache: what ends the request waits for it, and this frame does not.
     let watching: Promise<number> | undefined;
+    let cancelled: ReturnType<typeof abortOnClose> | undefined;
     try {
       if (local(req, res, path, q === -1 ? '' : url.slice(q + 1))) return;
       try {
@@ -132,9 +133,9 @@ export function createHandlers(deps: ChainDeps): Handlers {
       }
       // Flow control: a seat of the request's class, fairly shared between users, or a 429.
       const flow = deps.flow && !isExempt(info, user) ? { cls: classify(info, longRunning), key: flowOf(user, flowFallback(credential, req)) } : undefined;
-      const cancelled = flow ? abortOnClose(res) : undefined;
+      cancelled = flow ? abortOnClose(res) : undefined;
       if (flow) {
-        const seat = await deps.flow!.admit(flow.cls, flow.key, cancelled);
+        const seat = await deps.flow!.admit(flow.cls, flow.key, cancelled?.signal);
         if ('code' in seat) {
           writeStatus(res, seat);
           return;
@@ -188,7 +189,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
         // The apiserver is protected by a bound of its own: what the cache cannot answer waits
         // here, not there. Reads of a resource still warming up are told to come back later, a
         // little later each time (KEP-4568), rather than pile up behind the bound.
-        const seat = await deps.flow!.admitUpstream(flow.cls, flow.key, cancelled);
+        const seat = await deps.flow!.admitUpstream(flow.cls, flow.key, cancelled?.signal);
         if ('code' in seat) {
           writeStatus(res, forwardReason === 'not-synced' ? tooManyRequests(warmupRetryAfter()) : seat);
           return;
@@ -214,6 +215,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
     } finally {
       // Whatever happened, requests waiting on this one must not wait forever.
       flight?.settle(undefined);
+      cancelled?.dispose();
       const finish = (final: number): void => {
         for (const seat of seats) seat.release();
         final ||= res.statusCode;
@@ -403,11 +405,16 @@ function flowFallback(credential: Credential, req: DownstreamRequest): string {
   return `address:${req.socket?.remoteAddress ?? ''}`;
 }
 
-/** Aborts when the client goes away, so a request waiting for a seat leaves its queue. */
-function abortOnClose(res: DownstreamResponse): AbortSignal {
+/**
+ * Aborts when the client goes away, so a request waiting for a seat leaves its queue. Disposed
+ * once nothing waits any more: every response closes in the end, and aborting then would only
+ * build a DOMException (with its stack) for nobody.
+ */
+function abortOnClose(res: DownstreamResponse): { signal: AbortSignal; dispose: () => void } {
   const ac = new AbortController();
-  res.once('close', () => ac.abort());
-  return ac.signal;
+  const onClose = (): void => ac.abort();
+  res.once('close', onClose);
+  return { signal: ac.signal, dispose: () => void res.off('close', onClose) };
 }
 
 function requestId(req: DownstreamRequest): string {
