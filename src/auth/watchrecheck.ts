@@ -1,15 +1,20 @@
 // Watches answered from the cache are authorized again while they run, so revoking a role ends
 // them (the apiserver itself authorizes a watch only when it starts). One ticker walks every watch;
 // each is due at its own jittered time, so watches opened together are not all reviewed together.
-import type { Status } from '../api/types.ts';
+import { errorLine } from '../watch/encode.ts';
 import type { Credential } from './authenticate.ts';
 import type { ResourceAttributes } from './authorize.ts';
 import type { AccessGuard } from './guard.ts';
 
-interface Entry {
+/** What a refused watch is ended with: the watcher itself, so no closure is kept per watch. */
+export interface Endable {
+  endWith(line: Buffer): void;
+}
+
+export interface Entry {
   credential: Credential;
   attrs: ResourceAttributes;
-  end: (status: Status) => void;
+  watch: Endable;
   due: number;
   checking: boolean;
 }
@@ -27,19 +32,24 @@ export class WatchReauthorizer {
     this.#intervalMs = intervalMs;
   }
 
-  /** Re-checks the watch until the returned function is called; `end` is called once when access is gone. */
-  add(credential: Credential, attrs: ResourceAttributes, end: (status: Status) => void): () => void {
-    if (this.#intervalMs <= 0 || credential.kind === 'unchecked') return () => undefined;
-    const entry: Entry = { credential, attrs, end, due: this.#next(), checking: false };
+  /**
+   * Re-checks the watch until remove(); when access is gone the watch is ended with an ERROR event
+   * carrying the apiserver's refusal. Undefined when nothing is re-checked.
+   */
+  add(credential: Credential, attrs: ResourceAttributes, watch: Endable): Entry | undefined {
+    if (this.#intervalMs <= 0 || credential.kind === 'unchecked') return undefined;
+    const entry: Entry = { credential, attrs, watch, due: this.#next(), checking: false };
     this.#entries.add(entry);
     this.#timer ??= setInterval(() => this.#tick(), Math.min(TICK_MS, this.#intervalMs)).unref();
-    return () => {
-      this.#entries.delete(entry);
-      if (this.#entries.size === 0 && this.#timer) {
-        clearInterval(this.#timer);
-        this.#timer = undefined;
-      }
-    };
+    return entry;
+  }
+
+  remove(entry: Entry): void {
+    this.#entries.delete(entry);
+    if (this.#entries.size === 0 && this.#timer) {
+      clearInterval(this.#timer);
+      this.#timer = undefined;
+    }
   }
 
   get size(): number {
@@ -61,7 +71,7 @@ export class WatchReauthorizer {
         // Undecided (a failed review) keeps the watch: the next check asks again.
         if (a.allowed === false && this.#entries.has(e)) {
           this.#entries.delete(e);
-          e.end(a.status);
+          e.watch.endWith(errorLine(a.status));
         }
       });
     }

@@ -19,8 +19,7 @@ import { forbidden, type ResourceAttributes } from '../auth/authorize.ts';
 import type { Status } from '../api/types.ts';
 import type { AccessGuard } from '../auth/guard.ts';
 import { isImpersonationHeader } from '../auth/impersonation.ts';
-import type { WatchReauthorizer } from '../auth/watchrecheck.ts';
-import { errorLine } from '../watch/encode.ts';
+import type { Entry as WatchEntry, WatchReauthorizer } from '../auth/watchrecheck.ts';
 import { consistentReadsFor, decidingRule, type Rule } from '../config/rules.ts';
 import type { UserInfo } from '../auth/user.ts';
 import { classify, flowOf, isExempt, tooManyRequests, type FlowController } from '../flow/flowcontrol.ts';
@@ -33,6 +32,12 @@ import { isDebugRequest, serveDebug } from './debug.ts';
 import { isLongRunning, parseRequestInfo, RequestInfoError, type RequestInfo } from './requestinfo.ts';
 import { writeStatus, writeText } from './respond.ts';
 import type { Handlers } from './listener.ts';
+
+/** A watch answered from the cache: its end, and its re-authorization to stop then. */
+interface CachedWatch {
+  watch: Promise<number>;
+  recheck: WatchEntry | undefined;
+}
 
 export interface ChainDeps {
   pools: UpstreamPools;
@@ -98,7 +103,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
     const seats: Grant[] = [];
     let flight: Flight | undefined;
     // A watch answered from the cache: what ends the request waits for it, and this frame does not.
-    let watching: Promise<number> | undefined;
+    let watching: CachedWatch | undefined;
     let cancelled: ReturnType<typeof abortOnClose> | undefined;
     try {
       if (local(req, res, path, q === -1 ? '' : url.slice(q + 1))) return;
@@ -160,7 +165,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
         }
         if ('watch' in answered) {
           source = 'cache';
-          watching = answered.watch;
+          watching = answered;
           return;
         }
         forwardReason = answered.reason;
@@ -242,7 +247,15 @@ export function createHandlers(deps: ChainDeps): Handlers {
       };
       // A suspended async frame keeps every local it held until the watch ends, hours later, in
       // each of thousands of watches; a closure keeps only what finishing needs.
-      if (watching) watching.then(finish, () => finish(500));
+      if (watching) {
+        const { watch, recheck } = watching;
+        const ended = (c: number): void => {
+          if (recheck) deps.watchReauthorizer!.remove(recheck);
+          metrics.longRunning.dec(requestLabels(info!, req, 'cache'));
+          finish(c);
+        };
+        watch.then(ended, () => ended(500));
+      }
       else finish(code);
     }
   };
@@ -255,7 +268,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
     credential: Credential,
     arrivedAt: bigint,
     id: string,
-  ): Promise<number | { reason: string } | { watch: Promise<number> }> => {
+  ): Promise<number | { reason: string } | CachedWatch> => {
     const cached = deps.cache!.lookup(info.apiGroup, info.resource);
     const url = req.url ?? '/';
     const q = url.indexOf('?');
@@ -310,16 +323,10 @@ export function createHandlers(deps: ChainDeps): Handlers {
         if (watching !== 'forward') {
           const labels = requestLabels(info, req, 'cache');
           metrics.longRunning.inc(labels);
-          const stopRecheck = deps.watchReauthorizer?.add(credential, attrs, (status) => watching.endWith(errorLine(status)));
+          const recheck = deps.watchReauthorizer?.add(credential, attrs, watching);
           // Wrapped, not awaited: a suspended async frame keeps every local it held (the query,
           // the decision) until the watch ends, hours later, in each of thousands of watches.
-          return {
-            watch: watching.done.then((code) => {
-              stopRecheck?.();
-              metrics.longRunning.dec(labels);
-              return code;
-            }),
-          };
+          return { watch: watching.done, recheck };
         }
       } else {
         const served = await serveRead(cached, decision.plan, res, arrivedAt, metrics.cache, id);
