@@ -42,7 +42,6 @@ export class ReviewCache<V extends object> {
     return pending;
   }
 
-
   get size(): number {
     return this.#answers.size;
   }

@@ -36,14 +36,13 @@ const any = (list: string[] | undefined): boolean => list === undefined || list.
 function resourceMatches(patterns: string[], info: RequestInfo): boolean {
   if (!info.isResourceRequest) return false;
   const resource = info.subresource ? `${info.resource}/${info.subresource}` : info.resource;
-  const qualified = info.apiGroup ? `${resource}.${info.apiGroup}` : resource;
   return patterns.some((p) => {
     if (p === '*') return true;
     // "pods/log" in group "", or "deployments.apps"; "pods" also covers its subresources.
     const [name, ...group] = p.split('.');
     const g = group.join('.');
     if (g !== info.apiGroup) return false;
-    return name === resource || name === info.resource || qualified === p;
+    return name === resource || name === info.resource;
   });
 }
 

@@ -55,11 +55,6 @@ export function isExempt(info: RequestInfo, user: UserInfo | undefined): boolean
   return info.apiGroup === 'coordination.k8s.io' && info.resource === 'leases';
 }
 
-/** A flow is a user; before Levee knows the user, what stands for it (a token's hash). */
-export function flowOf(user: UserInfo | undefined, fallback: string): string {
-  return user?.username ?? fallback;
-}
-
 export class FlowController {
   readonly #requests = new Map<PriorityClass, FairQueue>();
   readonly #upstream = new Map<PriorityClass, FairQueue>();

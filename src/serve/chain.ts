@@ -22,7 +22,7 @@ import { isImpersonationHeader } from '../auth/impersonation.ts';
 import type { Entry as WatchEntry, WatchReauthorizer } from '../auth/watchrecheck.ts';
 import { consistentReadsFor, decidingRule, type Rule } from '../config/rules.ts';
 import type { UserInfo } from '../auth/user.ts';
-import { classify, flowOf, isExempt, tooManyRequests, type FlowController } from '../flow/flowcontrol.ts';
+import { classify, isExempt, tooManyRequests, type FlowController } from '../flow/flowcontrol.ts';
 import type { Grant } from '../flow/fairqueue.ts';
 import type { Cache } from '../cache/cache.ts';
 import { decideRead, decideWatch, type ForwardReason } from './decide.ts';
@@ -137,7 +137,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
         return;
       }
       // Flow control: a seat of the request's class, fairly shared between users, or a 429.
-      const flow = deps.flow && !isExempt(info, user) ? { cls: classify(info, longRunning), key: flowOf(user, flowFallback(credential, req)) } : undefined;
+      const flow = deps.flow && !isExempt(info, user) ? { cls: classify(info, longRunning), key: user?.username ?? flowFallback(credential, req) } : undefined;
       cancelled = flow ? abortOnClose(res) : undefined;
       if (flow) {
         const seat = await deps.flow!.admit(flow.cls, flow.key, cancelled?.signal);
@@ -157,7 +157,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
       }
       let forwardReason: string | undefined;
       if ((!longRunning || info.verb === 'watch') && deps.cache) {
-        const answered = await fromCache(info, req, res, credential, started, id);
+        const answered = await fromCache(info, req, res, credential, user, started, id);
         if (typeof answered === 'number') {
           source = 'cache';
           code = answered;
@@ -266,6 +266,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
     req: DownstreamRequest,
     res: DownstreamResponse,
     credential: Credential,
+    user: UserInfo | undefined,
     arrivedAt: bigint,
     id: string,
   ): Promise<number | { reason: string } | CachedWatch> => {
@@ -280,11 +281,9 @@ export function createHandlers(deps: ChainDeps): Handlers {
       impersonating: Object.keys(req.headers).some(isImpersonationHeader),
     };
     let consistentReads = cached?.consistentReads ?? 'forward';
-    // Only a read without resourceVersion consults the policy, and only then is the client's user
-    // looked up for it (a token's review is cached, so this costs nothing on the hot path).
+    // Only a read without resourceVersion consults the policy.
     const rules = deps.rules?.() ?? [];
     if (cached && rules.length > 0 && !request.query.get('resourceVersion')) {
-      const user = await deps.guard.userOf(credential);
       consistentReads = consistentReadsFor(rules, info, user, deps.flow?.upstreamBusy('read') ?? false) ?? consistentReads;
     }
     const decide = info.verb === 'watch' ? decideWatch : decideRead;
