@@ -156,7 +156,9 @@ export function createHandlers(deps: ChainDeps): Handlers {
         }
       }
       let forwardReason: string | undefined;
-      if ((!longRunning || info.verb === 'watch') && deps.cache) {
+      // HEAD reaches the cache's verbs too, but the apiserver has no HEAD route for resources
+      // (it answers 405): it is its to answer.
+      if ((!longRunning || info.verb === 'watch') && deps.cache && req.method === 'GET') {
         const answered = await fromCache(info, req, res, credential, user, started, id);
         if (typeof answered === 'number') {
           source = 'cache';

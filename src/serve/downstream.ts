@@ -1,12 +1,18 @@
-// The client side of a request, as the HTTP/1.1 and HTTP/2 compat APIs both present it. The
-// response is described structurally because the two Node classes share behaviour but not types.
-import type { EventEmitter } from 'node:events';
+// The client side of a request, as the HTTP/1.1 and HTTP/2 compat APIs and Levee's own adapter over
+// the HTTP/2 core stream API (h2stream.ts) present it. The response is described structurally
+// because the three share behaviour but not types.
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import type { Http2ServerRequest } from 'node:http2';
+import type { StreamRequest } from './h2stream.ts';
 
-export type DownstreamRequest = IncomingMessage | Http2ServerRequest;
+export type DownstreamRequest = IncomingMessage | Http2ServerRequest | StreamRequest;
 
-export interface DownstreamResponse extends EventEmitter {
+type ResponseEvent = 'close' | 'drain' | 'finish';
+
+export interface DownstreamResponse {
+  on(event: ResponseEvent, listener: () => void): unknown;
+  once(event: ResponseEvent, listener: () => void): unknown;
+  off(event: ResponseEvent, listener: () => void): unknown;
   writeHead(statusCode: number, headers?: OutgoingHttpHeaders): unknown;
   write(chunk: Buffer | string): boolean;
   end(chunk?: Buffer | string): unknown;

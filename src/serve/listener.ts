@@ -1,12 +1,13 @@
 // The client-facing listener: TLS with ALPN h2 and http/1.1 (client-go speaks h2; exec, attach and
 // port-forward need HTTP/1.1 upgrades), or plain HTTP/1.1 on a loopback address only.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createSecureServer, type Http2SecureServer, type Http2ServerRequest, type Http2ServerResponse, type ServerHttp2Session } from 'node:http2';
+import { createSecureServer, type Http2SecureServer, type Http2ServerRequest, type Http2ServerResponse, type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import { isIP, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { DownstreamRequest, DownstreamResponse } from './downstream.ts';
 import type { Logger } from '../log/logger.ts';
 import { readCertificates, watchCertificates, type CertificateFiles } from './certificates.ts';
+import { servesOnCoreStream, StreamRequest, StreamResponse } from './h2stream.ts';
 
 export interface ListenerOptions {
   host: string;
@@ -60,6 +61,25 @@ export function parseListenAddress(value: string): { host: string; port: number 
   return { host: m[1] ?? (m[2] || '0.0.0.0'), port };
 }
 
+/**
+ * Takes HTTP/2 requests without a body (every GET, LIST and WATCH) from compat, which Node attached
+ * as the server's 'stream' listener when the 'request' listener was added, and hands them to the
+ * chain over the core stream API; the rest go to compat as before.
+ */
+function serveBodylessOnCoreStreams(server: Http2SecureServer, request: Handlers['request']): void {
+  const compat = server.listeners('stream');
+  if (compat.length !== 1) throw new Error(`expected Node's HTTP/2 compat 'stream' listener, found ${compat.length}`);
+  const onCompat = compat[0] as (...args: unknown[]) => void;
+  server.off('stream', onCompat);
+  server.on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, flags: number, rawHeaders: string[]) => {
+    if (!servesOnCoreStream(headers, flags)) {
+      onCompat(stream, headers, flags, rawHeaders);
+      return;
+    }
+    request(new StreamRequest(stream, headers, rawHeaders), new StreamResponse(stream, headers[':method']));
+  });
+}
+
 export async function listen(opts: ListenerOptions, handlers: Handlers): Promise<Listener> {
   let server: Server | Http2SecureServer;
   let stopWatching = (): void => undefined;
@@ -108,6 +128,7 @@ export async function listen(opts: ListenerOptions, handlers: Handlers): Promise
     session.once('close', () => sessions.delete(session));
   });
   server.on('request', handlers.request);
+  if (opts.tls) serveBodylessOnCoreStreams(server as Http2SecureServer, handlers.request);
   server.on('upgrade', handlers.upgrade);
   // A client that opens a TLS connection and sends garbage must not take the process down.
   server.on('clientError', (_err: Error, socket: Duplex) => socket.destroy());

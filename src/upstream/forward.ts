@@ -3,6 +3,7 @@
 // for as long as either side keeps it.
 import { drained, type DownstreamRequest, type DownstreamResponse } from '../serve/downstream.ts';
 import type { Status } from '../api/types.ts';
+import { StreamRequest } from '../serve/h2stream.ts';
 import { credentialHeaders, droppedHeader, type UpstreamAuth } from './connector.ts';
 import { downstreamResponseHeaders, upstreamRequestHeaders } from './headers.ts';
 import { isClientAbort, isConnectFailure, upstreamFailureStatus } from './errors.ts';
@@ -67,7 +68,7 @@ export async function forward(
         method: req.method as 'GET',
         path: pools.upstream.pathPrefix + (req.url ?? '/'),
         headers,
-        body: hasRequestBody(req) ? req : null,
+        body: hasRequestBody(req) ? (req instanceof StreamRequest ? req.stream : req) : null,
         signal: abort.signal,
       });
     // With several endpoints, a request without a body that could not even connect is safe to

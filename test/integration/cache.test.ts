@@ -307,7 +307,8 @@ test('a node-local cache holds one node\'s pods and answers only what stays on t
     await same(`/api/v1/namespaces/${namespaces[0]}/pods?resourceVersion=0&fieldSelector=spec.nodeName%3Dnode-1,status.phase%3DPending`);
     assert.equal(await cachedAnswers(), 2);
     // Outside the node: the apiserver answers, whole and exact.
-    await same('/api/v1/pods?resourceVersion=0&labelSelector=app');
+    // Scoped to this test's namespace: a cluster-wide LIST would carry any benchmark cluster left in etcd.
+    await same(`/api/v1/namespaces/${namespaces[0]}/pods?resourceVersion=0&labelSelector=app`);
     await same(`/api/v1/namespaces/${namespaces[0]}/pods/absent?resourceVersion=0`);
     assert.equal(await cachedAnswers(), 2);
   } finally {

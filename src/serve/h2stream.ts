@@ -1,0 +1,129 @@
+// HTTP/2 requests without a body, served on Node's core stream API instead of its compat layer.
+//
+// The compat layer wraps every stream in an Http2ServerRequest (a Readable) and an
+// Http2ServerResponse, each with its own state and listeners on the stream: about 2.7 KB of memory
+// per stream that stays for as long as the stream does. A cache watch stays open for up to an hour,
+// and a gateway holds tens of thousands of them, mostly idle. These two small adapters give the
+// chain the same request and response shape over the bare ServerHttp2Stream. Requests with a body
+// (and the rare `Expect: 100-continue`) still go through compat, which handles those well.
+import { EventEmitter } from 'node:events';
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+import { constants, type IncomingHttpHeaders as Http2IncomingHeaders, type ServerHttp2Stream } from 'node:http2';
+import type { Socket } from 'node:net';
+
+const { NGHTTP2_FLAG_END_STREAM, HTTP2_HEADER_STATUS } = constants;
+
+/** A request whose headers ended its stream (no body follows), and that compat need not see. */
+export function servesOnCoreStream(headers: Http2IncomingHeaders, flags: number): boolean {
+  return (flags & NGHTTP2_FLAG_END_STREAM) !== 0 && headers.expect === undefined && headers[':method'] !== 'CONNECT';
+}
+
+/** What the chain reads of a request, taken from the stream's headers. */
+export class StreamRequest {
+  readonly stream: ServerHttp2Stream;
+  readonly headers: IncomingHttpHeaders;
+  readonly rawHeaders: string[];
+  readonly httpVersionMajor = 2;
+
+  constructor(stream: ServerHttp2Stream, headers: Http2IncomingHeaders, rawHeaders: string[]) {
+    this.stream = stream;
+    this.headers = headers;
+    this.rawHeaders = rawHeaders;
+  }
+
+  get method(): string {
+    return this.headers[':method'] as string;
+  }
+
+  get url(): string {
+    return this.headers[':path'] as string;
+  }
+
+  get socket(): Socket | undefined {
+    return this.stream.session?.socket;
+  }
+}
+
+const kResponse = Symbol('levee.response');
+type StreamWithResponse = ServerHttp2Stream & { [kResponse]?: StreamResponse };
+
+// Shared by every stream: one function each, not a closure per response.
+function relayClose(this: StreamWithResponse): void {
+  this[kResponse]?.emit('close');
+}
+function relayDrain(this: StreamWithResponse): void {
+  this[kResponse]?.emit('drain');
+}
+// An unhandled 'error' on a stream (a client's reset, a write after it went away) would end the
+// process; what matters of it reaches the chain as 'close'.
+function ignoreError(): void {}
+
+/**
+ * The response side: writeHead, write and end as compat's, and after the stream has gone away
+ * each is a quiet no-op, as compat's are, rather than a throw.
+ */
+export class StreamResponse extends EventEmitter {
+  readonly #stream: StreamWithResponse;
+  statusCode = 200;
+  /** The head said there is no body (HEAD, 204, 304): later writes are dropped. */
+  #bodyless = false;
+  readonly #head: boolean;
+
+  constructor(stream: ServerHttp2Stream, method: string | undefined) {
+    super();
+    this.#stream = stream;
+    this.#head = method === 'HEAD';
+    (stream as StreamWithResponse)[kResponse] = this;
+    stream.on('close', relayClose);
+    stream.on('drain', relayDrain);
+    stream.on('error', ignoreError);
+  }
+
+  get headersSent(): boolean {
+    return this.#stream.headersSent;
+  }
+
+  get destroyed(): boolean {
+    return this.#stream.destroyed;
+  }
+
+  get writableFinished(): boolean {
+    return this.#stream.writableFinished;
+  }
+
+  writeHead(statusCode: number, headers?: OutgoingHttpHeaders): this {
+    const stream = this.#stream;
+    if (stream.destroyed || stream.closed) return this;
+    this.statusCode = statusCode;
+    const head: OutgoingHttpHeaders = {};
+    if (headers) for (const name in headers) if (headers[name] !== undefined) head[name.toLowerCase()] = headers[name];
+    head[HTTP2_HEADER_STATUS] = statusCode;
+    // Core ends the stream with the head itself for these; there is then no body to write.
+    this.#bodyless = this.#head || statusCode === 204 || statusCode === 205 || statusCode === 304;
+    stream.respond(head);
+    return this;
+  }
+
+  write(chunk: Buffer | string): boolean {
+    const stream = this.#stream;
+    if (stream.destroyed || stream.closed) return false;
+    if (!stream.headersSent) this.writeHead(this.statusCode);
+    if (this.#bodyless) return true;
+    return stream.write(chunk);
+  }
+
+  end(chunk?: Buffer | string): this {
+    const stream = this.#stream;
+    if (stream.destroyed || stream.closed) return this;
+    if (!stream.headersSent) this.writeHead(this.statusCode);
+    if (this.#bodyless) return this;
+    if (chunk === undefined) stream.end();
+    else stream.end(chunk);
+    return this;
+  }
+
+  destroy(error?: Error): this {
+    this.#stream.destroy(error);
+    return this;
+  }
+}
