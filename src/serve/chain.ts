@@ -90,6 +90,10 @@ export function createHandlers(deps: ChainDeps): Handlers {
   const request = async (req: DownstreamRequest, res: DownstreamResponse): Promise<void> => {
     const started = process.hrtime.bigint();
     const id = requestId(req);
+    // What finishing needs of the request, taken out of it: the closures that finish a watch live
+    // as long as the watch, and one that named `req` would keep its headers as long.
+    const method = req.method ?? 'GET';
+    const contentType = req.headers['content-type'];
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
@@ -204,7 +208,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
         seats.push(seat);
       }
       source = 'upstream';
-      const labels = requestLabels(info, req, source);
+      const labels = requestLabels(info, method, contentType, source);
       if (longRunning) metrics.longRunning.inc(labels);
       try {
         code = await forward(req, res, deps.pools, { auth, traffic: longRunning ? 'longRunning' : 'request', ending: info.verb === 'watch' ? deps.ending : undefined, share: flight });
@@ -228,7 +232,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
         final ||= res.statusCode;
         const seconds = Number(process.hrtime.bigint() - started) / 1e9;
         if (info) {
-          const labels = requestLabels(info, req, source);
+          const labels = requestLabels(info, method, contentType, source);
           metrics.requests.inc({ ...labels, code: String(final) });
           if (!longRunning) metrics.duration.observe({ ...labels, code: String(final) }, seconds);
         }
@@ -236,7 +240,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
           {
             requestId: id,
             user: user?.username,
-            verb: info?.verb ?? req.method,
+            verb: info?.verb ?? method,
             path,
             resource: info?.resource || undefined,
             namespace: info?.namespace || undefined,
@@ -253,7 +257,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
         const { watch, recheck } = watching;
         const ended = (c: number): void => {
           if (recheck) deps.watchReauthorizer!.remove(recheck);
-          metrics.longRunning.dec(requestLabels(info!, req, 'cache'));
+          metrics.longRunning.dec(requestLabels(info!, method, contentType, 'cache'));
           finish(c);
         };
         watch.then(ended, () => ended(500));
@@ -322,7 +326,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
       } else if ('resourceVersion' in decision.plan) {
         const watching = await serveWatch(cached, decision.plan, res, arrivedAt, metrics.cache, id);
         if (watching !== 'forward') {
-          const labels = requestLabels(info, req, 'cache');
+          const labels = requestLabels(info, req.method ?? 'GET', req.headers['content-type'], 'cache');
           metrics.longRunning.inc(labels);
           const recheck = deps.watchReauthorizer?.add(credential, attrs, watching);
           // Wrapped, not awaited: a suspended async frame keeps every local it held (the query,
@@ -343,9 +347,9 @@ export function createHandlers(deps: ChainDeps): Handlers {
   let warmupRejections = 0;
   const warmupRetryAfter = (): number => Math.min(10, 1 + Math.floor(warmupRejections++ / 100));
 
-  const requestLabels = (info: RequestInfo, req: DownstreamRequest, source: Source) =>
+  const requestLabels = (info: RequestInfo, method: string, contentType: string | undefined, source: Source) =>
     metrics.labels(
-      metricVerb(info.verb, req.method ?? 'GET', req.headers['content-type'], false),
+      metricVerb(info.verb, method, contentType, false),
       info.apiGroup,
       info.resource,
       info.subresource,

@@ -76,7 +76,7 @@ function serveBodylessOnCoreStreams(server: Http2SecureServer, request: Handlers
       onCompat(stream, headers, flags, rawHeaders);
       return;
     }
-    request(new StreamRequest(stream, headers, rawHeaders), new StreamResponse(stream, headers[':method']));
+    request(new StreamRequest(stream, headers, rawHeaders), new StreamResponse(stream));
   });
 }
 
