@@ -44,10 +44,11 @@ after(async () => {
 });
 
 /** Streams the LIST through Levee, sampling Levee's RSS; `pauseAfter` bytes in, the client stops reading for a while. */
-async function streamList(pauseAfter?: number): Promise<{ bytes: number; growth: number; pausedGrowth: number; tail: string }> {
-  const url = `${levee.url.origin}/api/v1/namespaces/${ns}/configmaps`;
+async function streamList(pauseAfter?: number, through = levee, query = ''): Promise<{ bytes: number; growth: number; pausedGrowth: number; tail: string }> {
+  const levee = through;
+  const url = `${levee.url.origin}/api/v1/namespaces/${ns}/configmaps${query}`;
   // Warm up the connection pools and code paths so the baseline is a steady state.
-  for (let i = 0; i < 3; i++) assert.equal((await get(`${url}?limit=1`, agent, env.tokens.admin)).status, 200);
+  for (let i = 0; i < 3; i++) assert.equal((await get(`${url}${query ? '&' : '?'}limit=1`, agent, env.tokens.admin)).status, 200);
   const baseline = levee.rss();
   let peak = baseline;
   let pausedPeak = baseline;
@@ -92,4 +93,25 @@ test('a slow client holds the upstream back instead of filling Levee', async () 
   console.log(`slow client: streamed ${MB(r.bytes)}, levee RSS grew by ${MB(r.pausedGrowth)} during a 2 s pause`);
   assert.equal(r.bytes > OBJECTS * BYTES_PER_OBJECT, true);
   assert.equal(r.pausedGrowth < 8e6, true, `levee grew by ${MB(r.pausedGrowth)} while its client paused`);
+});
+
+test('a LIST answered from the cache to a slow client waits for it instead of copying the rest', async () => {
+  const cached = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra: ['--cache', 'configmaps'] });
+  try {
+    for (let i = 0; (await get(`${cached.url.origin}/readyz`, agent)).status !== 200; i++) {
+      assert.ok(i < 300, 'never ready');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const r = await streamList(4e6, cached, '?resourceVersion=0');
+    const metrics = (await get(`${cached.url.origin}/metrics`, agent)).body;
+    assert.match(metrics, /levee_request_total\{[^}]*resource="configmaps"[^}]*source="cache"[^}]*\} [1-9]/);
+    console.log(`slow client, from the cache: ${MB(r.bytes)}, levee RSS grew by ${MB(r.pausedGrowth)} during a 2 s pause`);
+    assert.equal(r.bytes > OBJECTS * BYTES_PER_OBJECT, true);
+    assert.match(r.tail, /\]\}\s*$/);
+    // The items are already in memory; what must not happen is a copy of the whole answer queued
+    // for a client that is not reading (53 MB).
+    assert.equal(r.pausedGrowth < 12e6, true, `levee grew by ${MB(r.pausedGrowth)} while its client paused`);
+  } finally {
+    await cached.stop();
+  }
 });
