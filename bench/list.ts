@@ -6,7 +6,9 @@
 //   - the apiserver with resourceVersion=0, served from its watch cache;
 //   - the apiserver with resourceVersion unset, a consistent read (for LIST also from the watch
 //     cache once it has caught up with etcd's current revision; for GET from etcd);
-//   - Levee with resourceVersion=0, started with --cache pods,nodes.
+//   - Levee with resourceVersion=0, started with --cache pods,nodes;
+//   - for LIST by node and GET, also a bare TLS server replaying Levee's answer to each query
+//     (held in memory beforehand): the ceiling, what any server could reach on this machine.
 // Levee runs as its own process, so its memory is its own: its RSS once the cache has synced,
 // less the RSS of a Levee started with `--cache ""` (no cache), divided by the JSON bytes it holds,
 // is the memory it spends per cached byte. A Levee that does not know --cache forwards
@@ -22,6 +24,8 @@
 // The generated cluster stays in the test environment for the next run unless --cleanup is given;
 // other users of a shared environment pay for 50,000 pods too (every Levee they start caches them).
 import { readFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo, Socket } from 'node:net';
 import { cpus, totalmem } from 'node:os';
 import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -194,6 +198,8 @@ interface Scenario {
   name: string;
   reps: number;
   warmup: number;
+  /** Also time a bare TLS server replaying Levee's answers (the answers are held in memory). */
+  replay?: boolean;
   /** A GET of one object rather than a list. */
   single: boolean;
   /** Queries to check for equal answers. */
@@ -245,6 +251,7 @@ const scenarios: Scenario[] = [
     name: 'LIST pods of one node (fieldSelector)',
     reps: REPS,
     warmup: 30,
+    replay: true,
     single: false,
     checks: 20,
     pick: () => {
@@ -269,6 +276,7 @@ const scenarios: Scenario[] = [
     name: 'GET one pod (random)',
     reps: REPS,
     warmup: 30,
+    replay: true,
     single: true,
     checks: 20,
     pick: () => {
@@ -342,23 +350,64 @@ function pick<K extends keyof Scanned>(a: Record<TargetKey, Scanned>, k: K): Rec
 
 // ---------------------------------------------------------------- timing
 
+// The replay server: Levee's serving certificate, HTTP/1.1 as the client speaks it, and for each
+// path the bytes Levee answered, sent with one write. Nothing is looked up, authorized or encoded.
+const replayBodies = new Map<string, Buffer>();
+const replayServer = createHttpsServer({ cert: readFileSync(env.leveeServing.cert), key: readFileSync(env.leveeServing.key) }, (req, res) => {
+  const body = replayBodies.get(req.url ?? '');
+  if (!body) {
+    res.writeHead(404).end();
+    return;
+  }
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(body.length) });
+  res.end(body);
+});
+replayServer.on('connection', (socket: Socket) => socket.setNoDelay(true));
+await new Promise<void>((ok) => replayServer.listen(0, '127.0.0.1', ok));
+const replayOrigin = `https://127.0.0.1:${(replayServer.address() as AddressInfo).port}`;
+
+async function bodyOf(u: string): Promise<Buffer> {
+  const res = await request(u, { dispatcher: agent, headers: { authorization: `Bearer ${token}`, accept: 'application/json' } });
+  const chunks: Buffer[] = [];
+  for await (const c of res.body) chunks.push(c as Buffer);
+  if (res.statusCode !== 200) throw new Error(`GET ${u}: HTTP ${res.statusCode}`);
+  return Buffer.concat(chunks);
+}
+
 const before = await leveeMetrics(levee);
 const results: Result[] = [];
 for (const s of scenarios) {
   const samples: Record<TargetKey, Timing[]> = { apiserverRv0: [], apiserverConsistent: [], leveeRv0: [] };
+  const replayed: Timing[] = [];
   const started = performance.now();
+  // The queries are drawn first (in the order the rounds would draw them), so that the replay
+  // server holds Levee's answer to each before any is timed.
+  const queries = Array.from({ length: s.warmup + s.reps }, () => s.pick());
+  if (s.replay) {
+    replayBodies.clear();
+    for (const q of queries) {
+      const u = url(targets.find((t) => t.key === 'leveeRv0')!, q.path);
+      if (!replayBodies.has(u.slice(levee.url.origin.length))) replayBodies.set(u.slice(levee.url.origin.length), await survive(s.name, () => bodyOf(u)));
+    }
+  }
   for (let i = 0; i < s.warmup + s.reps; i++) {
-    const q = s.pick();
+    const q = queries[i]!;
     // Rotate which target goes first, so none always meets caches the others just warmed.
     const round = await survive(s.name, async () => {
-      const got: [TargetKey, Timing][] = [];
-      for (let k = 0; k < targets.length; k++) {
-        const t = targets[(i + k) % targets.length]!;
+      const got: [TargetKey | 'replay', Timing][] = [];
+      const n = targets.length + (s.replay ? 1 : 0);
+      for (let k = 0; k < n; k++) {
+        const j = (i + k) % n;
+        if (j === targets.length) {
+          got.push(['replay', await timedGet(replayOrigin + url(targets.find((t) => t.key === 'leveeRv0')!, q.path).slice(levee.url.origin.length), agent, token)]);
+          continue;
+        }
+        const t = targets[j]!;
         got.push([t.key, await timedGet(url(t, q.path), agent, token)]);
       }
       return got;
     });
-    if (i >= s.warmup) for (const [key, r] of round) samples[key].push(r);
+    if (i >= s.warmup) for (const [key, r] of round) (key === 'replay' ? replayed : samples[key]).push(r);
   }
   const per = Object.fromEntries(
     targets.map((t) => {
@@ -373,9 +422,15 @@ for (const s of scenarios) {
     targets: per,
     ratioP50: { apiserverRv0: per.apiserverRv0.p50Ms / per.leveeRv0.p50Ms, apiserverConsistent: per.apiserverConsistent.p50Ms / per.leveeRv0.p50Ms },
   };
+  if (s.replay) {
+    const sum = summarize(replayed.map((x) => x.ms));
+    r.replay = { ...sum, ceilingP50: per.apiserverRv0.p50Ms / sum.p50Ms };
+  }
   results.push(r);
-  log(`${s.name}: p50 ${targets.map((t) => `${t.name} ${ms(per[t.key].p50Ms)}`).join(', ')} ms (${((performance.now() - started) / 1000).toFixed(0)} s)`);
+  log(`${s.name}: p50 ${targets.map((t) => `${t.name} ${ms(per[t.key].p50Ms)}`).join(', ')}${r.replay ? `, replay ${ms(r.replay.p50Ms)}` : ''} ms (${((performance.now() - started) / 1000).toFixed(0)} s)`);
 }
+replayBodies.clear();
+replayServer.close();
 const after = await leveeMetrics(levee);
 const answered = (source: string): number =>
   (metric(after, 'levee_request_total', { source }) ?? 0) - (metric(before, 'levee_request_total', { source }) ?? 0);

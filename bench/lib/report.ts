@@ -27,6 +27,12 @@ export interface Result {
   targets: Record<TargetKey, TargetResult>;
   /** apiserver p50 / Levee p50: above 1 means Levee is faster. */
   ratioP50: { apiserverRv0: number; apiserverConsistent: number };
+  /**
+   * A bare TLS server replaying Levee's answer to each query, bytes and all, timed in the same
+   * rounds: what the machine's TLS and the client cost with no work at all behind them. The
+   * apiserver's p50 over this one is the largest speed-up any server could show here.
+   */
+  replay?: (Summary & { ceilingP50: number }) | undefined;
 }
 
 export interface Memory {
@@ -123,6 +129,22 @@ export function table(r: ListReport): string {
   ].join('\n');
 }
 
+function replayTable(r: ListReport): string {
+  const rows = r.results.filter((x) => x.replay);
+  if (rows.length === 0) return '';
+  return [
+    'The ceiling on this machine: a bare Node TLS server (same certificate, same client) replaying Levee\'s own answer to each',
+    'query, in the same rounds. Its p50 is what TLS and the client cost with nothing behind them; the apiserver\'s p50 over it is',
+    'the largest speed-up any server could show here.',
+    '',
+    '| scenario | replay p50 / p99 ms | Levee rv=0 p50 ms | apiserver rv=0 ÷ replay (ceiling) | rv=0 ÷ Levee |',
+    '|---|---:|---:|---:|---:|',
+    ...rows.map((x) => `| ${x.scenario} | ${ms(x.replay!.p50Ms)} / ${ms(x.replay!.p99Ms)} | ${ms(x.targets.leveeRv0.p50Ms)} | ${x.replay!.ceilingP50.toFixed(2)}× | ${x.ratioP50.apiserverRv0.toFixed(2)}× |`),
+    '',
+    '',
+  ].join('\n');
+}
+
 function firstByteTable(r: ListReport): string {
   return [
     `| scenario | ${KEYS.map((k) => `${TARGET_NAMES[k]} first byte p50 ms`).join(' | ')} |`,
@@ -172,7 +194,7 @@ Ratios above 1× mean Levee answered faster.${full ? ` A full LIST of pods held 
 
 ${table(r)}
 
-Time to the first byte (response headers), p50:
+${replayTable(r)}Time to the first byte (response headers), p50:
 
 ${firstByteTable(r)}
 
