@@ -32,7 +32,10 @@ export interface ForwardOptions {
   share?: Flight | undefined;
 }
 
-function hasRequestBody(req: DownstreamRequest): boolean {
+function hasRequestBody(req: DownstreamRequest): req is Exclude<DownstreamRequest, StreamRequest> {
+  // Served on the core stream API only when its headers ended the stream: there is no body, and
+  // the stream itself is the response (handed to undici as a body, undici would end it).
+  if (req instanceof StreamRequest) return false;
   if (req.method === 'GET' || req.method === 'HEAD') {
     const len = req.headers['content-length'];
     return (len !== undefined && len !== '0') || req.headers['transfer-encoding'] !== undefined;
@@ -53,9 +56,11 @@ export async function forward(
   opts: ForwardOptions,
 ): Promise<number> {
   const abort = new AbortController();
-  const onClose = (): void => {
-    if (!res.writableFinished) abort.abort();
-  };
+  // Listened to only while the exchange is in progress (removed once the answer is written), so a
+  // 'close' here is a client gone away: the upstream request ends too. Not `writableFinished`:
+  // Node marks an HTTP/2 stream's writable side finished when the client resets it, which left a
+  // reset watch open upstream until the apiserver's own timeout.
+  const onClose = (): void => abort.abort();
   res.once('close', onClose);
 
   let upstreamRes;
@@ -68,7 +73,7 @@ export async function forward(
         method: req.method as 'GET',
         path: pools.upstream.pathPrefix + (req.url ?? '/'),
         headers,
-        body: hasRequestBody(req) ? (req instanceof StreamRequest ? req.stream : req) : null,
+        body: hasRequestBody(req) ? req : null,
         signal: abort.signal,
       });
     // With several endpoints, a request without a body that could not even connect is safe to

@@ -127,3 +127,31 @@ test('a cache watch over h2 delivers events, and a client reset frees its watche
   // The session that carried it still serves.
   assert.equal((await send(through, 'GET', `/api/v1/namespaces/${ns}/configmaps/cm-0?resourceVersion=0`)).status, 200);
 });
+
+async function upstreamSecretWatches(): Promise<number> {
+  const m = (await send(direct, 'GET', '/metrics')).body;
+  let n = 0;
+  for (const line of m.split('\n')) {
+    if (line.startsWith('apiserver_longrunning_requests{') && line.includes('resource="secrets"') && line.includes('verb="WATCH"')) n += Number(line.split(' ').at(-1));
+  }
+  return n;
+}
+
+test('a forwarded watch over h2 that the client resets ends upstream too', async () => {
+  const before = await upstreamSecretWatches();
+  const stream = through.request({ ':path': `/api/v1/namespaces/${ns}/secrets?watch=1`, authorization: `Bearer ${env.tokens.admin}` });
+  stream.on('error', () => undefined);
+  const status = await new Promise<number>((resolve) => stream.once('response', (h) => resolve(Number(h[':status']))));
+  assert.equal(status, 200);
+  for (let i = 0; i < 50 && (await upstreamSecretWatches()) !== before + 1; i++) await new Promise((r) => setTimeout(r, 50));
+  assert.equal(await upstreamSecretWatches(), before + 1);
+  stream.close(constants.NGHTTP2_CANCEL);
+  for (let i = 0; i < 100 && (await upstreamSecretWatches()) !== before; i++) await new Promise((r) => setTimeout(r, 50));
+  assert.equal(await upstreamSecretWatches(), before);
+});
+
+test('a DELETE without a body over h2 reaches the apiserver', async () => {
+  const r = await send(through, 'DELETE', `/api/v1/namespaces/${ns}/configmaps/posted`);
+  assert.equal(r.status, 200, r.body.slice(0, 300));
+  assert.equal((await send(direct, 'GET', `/api/v1/namespaces/${ns}/configmaps/posted`)).status, 404);
+});
