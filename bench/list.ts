@@ -366,6 +366,9 @@ replayServer.on('connection', (socket: Socket) => socket.setNoDelay(true));
 await new Promise<void>((ok) => replayServer.listen(0, '127.0.0.1', ok));
 const replayOrigin = `https://127.0.0.1:${(replayServer.address() as AddressInfo).port}`;
 
+/** The path and query Levee is asked for `q`; the replay server answers the same. */
+const leveePath = (q: Query): string => url(targets.find((t) => t.key === 'leveeRv0')!, q.path).slice(levee.url.origin.length);
+
 async function bodyOf(u: string): Promise<Buffer> {
   const res = await request(u, { dispatcher: agent, headers: { authorization: `Bearer ${token}`, accept: 'application/json' } });
   const chunks: Buffer[] = [];
@@ -386,8 +389,8 @@ for (const s of scenarios) {
   if (s.replay) {
     replayBodies.clear();
     for (const q of queries) {
-      const u = url(targets.find((t) => t.key === 'leveeRv0')!, q.path);
-      if (!replayBodies.has(u.slice(levee.url.origin.length))) replayBodies.set(u.slice(levee.url.origin.length), await survive(s.name, () => bodyOf(u)));
+      const path = leveePath(q);
+      if (!replayBodies.has(path)) replayBodies.set(path, await survive(s.name, () => bodyOf(levee.url.origin + path)));
     }
   }
   for (let i = 0; i < s.warmup + s.reps; i++) {
@@ -399,7 +402,7 @@ for (const s of scenarios) {
       for (let k = 0; k < n; k++) {
         const j = (i + k) % n;
         if (j === targets.length) {
-          got.push(['replay', await timedGet(replayOrigin + url(targets.find((t) => t.key === 'leveeRv0')!, q.path).slice(levee.url.origin.length), agent, token)]);
+          got.push(['replay', await timedGet(replayOrigin + leveePath(q), agent, token)]);
           continue;
         }
         const t = targets[j]!;

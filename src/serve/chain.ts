@@ -162,7 +162,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
       let forwardReason: string | undefined;
       // HEAD reaches the cache's verbs too, but the apiserver has no HEAD route for resources
       // (it answers 405): it is its to answer.
-      if ((!longRunning || info.verb === 'watch') && deps.cache && req.method === 'GET') {
+      if ((!longRunning || info.verb === 'watch') && deps.cache && method === 'GET') {
         const answered = await fromCache(info, req, res, credential, user, started, id);
         if (typeof answered === 'number') {
           source = 'cache';

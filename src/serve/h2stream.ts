@@ -23,7 +23,6 @@ export class StreamRequest {
   readonly stream: ServerHttp2Stream;
   readonly headers: IncomingHttpHeaders;
   readonly rawHeaders: string[];
-  readonly httpVersionMajor = 2;
 
   constructor(stream: ServerHttp2Stream, headers: Http2IncomingHeaders, rawHeaders: string[]) {
     this.stream = stream;
