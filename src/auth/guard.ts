@@ -80,9 +80,9 @@ export class AccessGuard {
       case 'anonymous':
         return { identity: 'client' };
       case 'own':
-        return { identity: 'own' };
+        return this.#asLevee(rawHeaders);
       case 'unchecked':
-        return { identity: hasAuthorization(rawHeaders) ? 'client' : 'own' };
+        return hasAuthorization(rawHeaders) ? { identity: 'client' } : this.#asLevee(rawHeaders);
       case 'x509': {
         let checks: ResourceAttributes[];
         try {
@@ -105,6 +105,32 @@ export class AccessGuard {
         return { identity: 'own' };
       }
     }
+  }
+
+  /**
+   * A request that travels as Levee itself (trust-loopback or none, without credentials). Levee's
+   * identity may impersonate (a central gateway's role needs it for certificate clients), so a
+   * client's own Impersonate-* headers would borrow that right: they are refused with the
+   * apiserver's 403 for impersonation, never forwarded and never silently dropped. The empty
+   * impersonate list makes the connector drop any such header anyway.
+   */
+  async #asLevee(rawHeaders: readonly string[]): Promise<UpstreamAuth | Status> {
+    let checks: ResourceAttributes[];
+    try {
+      checks = impersonationChecks(rawHeaders);
+    } catch (err) {
+      if (!(err instanceof ImpersonationError)) throw err;
+      return newInternalError(err.message);
+    }
+    const [first] = checks;
+    if (first === undefined) return { identity: 'own', impersonate: [] };
+    let levee: UserInfo;
+    try {
+      levee = await this.#ownUser();
+    } catch {
+      levee = { username: 'levee', uid: '', groups: [], extra: {} };
+    }
+    return forbidden(levee, first, `Levee does not lend its own identity to impersonate (--auth ${this.#opts.mode})`);
   }
 
   /**

@@ -24,7 +24,7 @@ before(async () => {
 const manifests = readdirSync(DEPLOY).filter((f) => f.endsWith('.yaml'));
 
 test('deploy/ has the manifests of both deployments', () => {
-  for (const f of ['rbac.yaml', 'gateway.yaml', 'sidecar-daemonset.yaml']) assert.ok(manifests.includes(f), f);
+  for (const f of ['rbac.yaml', 'gateway.yaml', 'sidecar-daemonset.yaml', 'sidecar-rbac.yaml']) assert.ok(manifests.includes(f), f);
 });
 
 for (const file of manifests) {

@@ -97,6 +97,24 @@ test('the sidecar: only its node\'s pods, trusted loopback, NODE_NAME from the d
   assert.ok((daemonset!.pod.terminationGracePeriodSeconds ?? 30) * 1000 > o.shutdownDelayMs + o.shutdownGraceMs);
 });
 
+test('the sidecar\'s role: list and watch what it caches, reviews, and never impersonate', () => {
+  interface Rule { apiGroups?: string[]; resources?: string[]; verbs: string[] }
+  const docs = parseAllDocuments(readFileSync(resolve(ROOT, 'deploy/sidecar-rbac.yaml'), 'utf8')).map((d) => d.toJS() as { kind: string; metadata: { name: string }; rules?: Rule[]; roleRef?: { name: string }; subjects?: { name: string }[] });
+  const role = docs.find((d) => d.kind === 'ClusterRole');
+  assert.ok(role?.rules);
+  const verbs = role.rules.flatMap((r) => r.verbs);
+  assert.ok(!verbs.includes('impersonate') && !verbs.includes('*') && !verbs.some((v) => v.startsWith('impersonate')), verbs.join(','));
+  const [daemonset] = workloads('sidecar-daemonset.yaml');
+  const grants = (resource: string, verb: string): boolean => role.rules!.some((r) => r.resources?.includes(resource) && r.verbs.includes(verb));
+  for (const resource of options(levee(daemonset!.pod)).cache) {
+    for (const verb of ['list', 'watch']) assert.ok(grants(resource, verb), `${verb} ${resource}`);
+  }
+  assert.ok(grants('tokenreviews', 'create') && grants('subjectaccessreviews', 'create'));
+  const binding = docs.find((d) => d.kind === 'ClusterRoleBinding');
+  assert.equal(binding?.roleRef?.name, role.metadata.name);
+  assert.equal(binding?.subjects?.[0]?.name, (daemonset!.pod as { serviceAccountName?: string }).serviceAccountName);
+});
+
 test('the image: a numeric non-root user, a health check, flags Levee accepts', () => {
   const dockerfile = readFileSync(resolve(ROOT, 'Dockerfile'), 'utf8');
   const runtime = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
