@@ -9,6 +9,7 @@ import type { UpstreamPools } from '../upstream/pools.ts';
 import { ReviewCache } from './reviewcache.ts';
 import { userKey, type UserInfo } from './user.ts';
 import type { LocalRbac } from './rbac.ts';
+import type { ReviewLimiter } from './reviewlimit.ts';
 
 /** authorizer.Attributes of a resource request. */
 export interface ResourceAttributes {
@@ -44,6 +45,8 @@ export interface AuthorizationOptions {
   deniedTtlMs: number;
   /** RBAC evaluated from Levee's cache first; only what it does not grant is reviewed upstream. */
   localRbac?: LocalRbac | undefined;
+  /** Bounds the reviews sent at once; without it they are sent as they come. */
+  limiter?: ReviewLimiter | undefined;
 }
 
 interface SubjectAccessReviewStatus {
@@ -60,6 +63,7 @@ export class SubjectAccessReviewer {
   readonly #pools: UpstreamPools;
   readonly #cache: ReviewCache<Decision>;
   readonly #local: LocalRbac | undefined;
+  readonly #limiter: ReviewLimiter | undefined;
   /** Reviews sent upstream, for the metrics. */
   sent = 0;
   /** Decisions RBAC allowed from the local cache, with no review sent. */
@@ -68,6 +72,7 @@ export class SubjectAccessReviewer {
   constructor(pools: UpstreamPools, opts: AuthorizationOptions) {
     this.#pools = pools;
     this.#local = opts.localRbac;
+    this.#limiter = opts.limiter;
     this.#cache = new ReviewCache({ positiveTtlMs: opts.allowedTtlMs, negativeTtlMs: opts.deniedTtlMs, positive: (d) => d.allowed });
   }
 
@@ -81,7 +86,7 @@ export class SubjectAccessReviewer {
         this.allowedLocally++;
         return Promise.resolve({ allowed: true, reason: 'allowed by RBAC (evaluated by Levee)' });
       }
-      return this.#send(user, attrs);
+      return this.#limiter ? this.#limiter.run(userKey(user), () => this.#send(user, attrs)) : this.#send(user, attrs);
     });
   }
 

@@ -10,17 +10,22 @@ import { credentialOf, type AuthenticationOptions, type Credential } from './aut
 import { forbidden, SubjectAccessReviewer, type Attributes, type AuthorizationOptions, type ResourceAttributes } from './authorize.ts';
 import { impersonationChecks, impersonationHeaders, ImpersonationError } from './impersonation.ts';
 import type { ServiceAccountTokenVerifier } from './satoken.ts';
-import { TokenReviewer, type TokenReviewOptions } from './tokenreview.ts';
+import { TokenReviewer, tokenKey, type TokenReviewOptions } from './tokenreview.ts';
+import { ReviewLimiter, ReviewRejectedError } from './reviewlimit.ts';
+import { tooManyRequests } from '../flow/flowcontrol.ts';
 import { anonymous, withAuthenticatedGroup, type UserInfo } from './user.ts';
 
 /** Whether a cached answer may be given, and to whom. */
 export type Admission =
   | { allowed: true; user: UserInfo | undefined }
-  | { allowed: false; status: Status }
+  /** Refused; `busy` when only because reviews are past their bound (a 429: ask again later). */
+  | { allowed: false; status: Status; busy?: boolean }
   /** Levee cannot tell (a review failed): forward, and the apiserver decides. */
   | { allowed: 'undecided' };
 
 export interface GuardOptions extends AuthenticationOptions, AuthorizationOptions, TokenReviewOptions {
+  /** The bound on reviews sent upstream; DEFAULT_REVIEW_LIMITS when absent. */
+  limiter?: ReviewLimiter | undefined;
   /** Verifies service-account tokens locally; what it cannot prove is reviewed upstream. */
   serviceAccountTokens?: ServiceAccountTokenVerifier | undefined;
 }
@@ -34,7 +39,10 @@ export class AccessGuard {
   readonly #pools: UpstreamPools;
   readonly tokens: TokenReviewer;
   readonly access: SubjectAccessReviewer;
+  readonly reviews: ReviewLimiter;
   #own: { at: number; user: Promise<UserInfo> } | undefined;
+  /** Levee's own user once a SelfSubjectReview has answered. */
+  #ownKnown: UserInfo | undefined;
   readonly #saTokens: ServiceAccountTokenVerifier | undefined;
   // The TokenReview that is learning the API audiences, while one is: tokens that only lack those
   // wait for it instead of each sending a review of its own (agents restarting together).
@@ -46,8 +54,11 @@ export class AccessGuard {
   constructor(pools: UpstreamPools, opts: GuardOptions) {
     this.#opts = opts;
     this.#pools = pools;
-    this.tokens = new TokenReviewer(pools, opts);
-    this.access = new SubjectAccessReviewer(pools, opts);
+    // One bound for every review Levee sends, token or access: they share Levee's connections.
+    const limiter = opts.limiter ?? new ReviewLimiter();
+    this.reviews = limiter;
+    this.tokens = new TokenReviewer(pools, { ...opts, limiter });
+    this.access = new SubjectAccessReviewer(pools, { ...opts, limiter });
     this.#saTokens = opts.serviceAccountTokens;
     if (this.#saTokens) {
       const verifier = this.#saTokens;
@@ -147,20 +158,54 @@ export class AccessGuard {
       user = u;
       const d = await this.access.authorizeForName(user, attrs);
       return d.allowed ? { allowed: true, user } : { allowed: false, status: forbidden(user, attrs, d.reason) };
-    } catch {
+    } catch (err) {
+      // Past the bound on reviews: the client comes back later, as from a full queue.
+      if (err instanceof ReviewRejectedError) return { allowed: false, status: tooManyRequests(), busy: true };
       // A review that failed or could not decide (UndecidedError) gives no cached bytes away.
       return { allowed: 'undecided' };
     }
   }
 
-  /** The user behind a credential, when Levee can know it; undefined otherwise (never throws). */
+  /**
+   * The user behind a credential, reviewing a token if need be: undefined when there is none (no
+   * checks, or a token the apiserver does not accept). Rejects when it cannot be learned now (a
+   * review failed or was past its bound). Only what Levee decides itself needs this: an answer
+   * from the cache, a rule that names users. A forwarded token is the apiserver's to review.
+   */
   async userOf(c: Credential): Promise<UserInfo | undefined> {
     if (c.kind === 'unchecked' || c.kind === 'unauthorized') return undefined;
-    try {
-      return await this.#userOf(c);
-    } catch {
-      return undefined;
+    return this.#userOf(c);
+  }
+
+  /**
+   * The user behind a credential when Levee knows it without asking anyone: a certificate,
+   * anonymous, itself (once learned), or a token whose review is still cached. Flow control keys
+   * and exempts by this; it never sends a review.
+   */
+  knownUser(c: Credential): UserInfo | undefined {
+    switch (c.kind) {
+      case 'x509':
+        return c.user;
+      case 'anonymous':
+        return anonymous;
+      case 'own':
+        return this.#ownKnown;
+      case 'token':
+        return this.tokens.known(c.token);
+      default:
+        return undefined;
     }
+  }
+
+  /**
+   * Who a request stands for in flow control: its user when known, else a hash of its token (one
+   * client, one flow, without a review), else its address.
+   */
+  flowOf(c: Credential, remoteAddress: string | undefined): string {
+    const user = this.knownUser(c);
+    if (user) return user.username;
+    if (c.kind === 'token') return `token:${tokenKey(c.token)}`;
+    return `address:${remoteAddress ?? ''}`;
   }
 
   async #userOf(c: Exclude<Credential, { kind: 'unchecked' | 'unauthorized' }>): Promise<UserInfo | undefined> {
@@ -223,7 +268,8 @@ export class AccessGuard {
       ).then((r) => {
         const u = r.status?.userInfo;
         if (!u?.username) throw new Error('SelfSubjectReview named no user');
-        return withAuthenticatedGroup({ username: u.username, uid: u.uid ?? '', groups: u.groups ?? [], extra: u.extra ?? {} });
+        this.#ownKnown = withAuthenticatedGroup({ username: u.username, uid: u.uid ?? '', groups: u.groups ?? [], extra: u.extra ?? {} });
+        return this.#ownKnown;
       });
       const entry = { at: now, user };
       this.#own = entry;

@@ -42,6 +42,11 @@ export class ReviewCache<V extends object> {
     return pending;
   }
 
+  /** The cached answer for `key`, if there is one; never asks. */
+  peek(key: string): V | undefined {
+    return this.#answers.get(key);
+  }
+
   get size(): number {
     return this.#answers.size;
   }

@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { postJson } from '../upstream/client.ts';
 import type { UpstreamPools } from '../upstream/pools.ts';
 import { ReviewCache } from './reviewcache.ts';
+import type { ReviewLimiter } from './reviewlimit.ts';
 import { withAuthenticatedGroup, type UserInfo } from './user.ts';
 
 export type TokenAnswer = { authenticated: true; user: UserInfo } | { authenticated: false; error: string };
@@ -20,11 +21,14 @@ interface TokenReviewStatus {
 export interface TokenReviewOptions {
   acceptedTtlMs: number;
   rejectedTtlMs: number;
+  /** Bounds the reviews sent at once; without it they are sent as they come. */
+  limiter?: ReviewLimiter | undefined;
 }
 
 export class TokenReviewer {
   readonly #pools: UpstreamPools;
   readonly #cache: ReviewCache<TokenAnswer>;
+  readonly #limiter: ReviewLimiter | undefined;
   /** Reviews sent upstream, for the metrics. */
   sent = 0;
   /** Told the audiences of every token the apiserver accepted: its API audiences, as far as the token names them. */
@@ -32,6 +36,7 @@ export class TokenReviewer {
 
   constructor(pools: UpstreamPools, opts: TokenReviewOptions) {
     this.#pools = pools;
+    this.#limiter = opts.limiter;
     this.#cache = new ReviewCache({
       positiveTtlMs: opts.acceptedTtlMs,
       negativeTtlMs: opts.rejectedTtlMs,
@@ -41,16 +46,22 @@ export class TokenReviewer {
 
   /** Who holds this bearer token. Rejects when the apiserver could not be asked. */
   review(token: string): Promise<TokenAnswer> {
-    return this.#cache.get(tokenKey(token), () => this.#send(token));
+    const key = tokenKey(token);
+    return this.#cache.get(key, () => this.#send(key, token));
   }
 
-  async #send(token: string): Promise<TokenAnswer> {
-    this.sent++;
-    const review = await postJson<{ status?: TokenReviewStatus }>(this.#pools, '/apis/authentication.k8s.io/v1/tokenreviews', {
-      apiVersion: 'authentication.k8s.io/v1',
-      kind: 'TokenReview',
-      spec: { token },
-    });
+  /** The user of a token reviewed recently, if the answer is still cached; never sends a review. */
+  known(token: string): UserInfo | undefined {
+    const answer = this.#cache.peek(tokenKey(token));
+    return answer?.authenticated ? answer.user : undefined;
+  }
+
+  async #send(key: string, token: string): Promise<TokenAnswer> {
+    const post = (): Promise<{ status?: TokenReviewStatus }> => {
+      this.sent++;
+      return postJson(this.#pools, '/apis/authentication.k8s.io/v1/tokenreviews', { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token } });
+    };
+    const review = await (this.#limiter ? this.#limiter.run(key, post) : post());
     const s = review.status ?? {};
     if (!s.authenticated || !s.user?.username) return { authenticated: false, error: s.error ?? 'token not authenticated' };
     if (Array.isArray(s.audiences)) this.onAudiences?.(s.audiences.filter((a) => typeof a === 'string'));
@@ -66,7 +77,8 @@ export class TokenReviewer {
   }
 }
 
-function tokenKey(token: string): string {
+/** A token stands for its client by this hash (never the token itself): review caches, flows. */
+export function tokenKey(token: string): string {
   return createHash('sha256').update(token).digest('base64');
 }
 

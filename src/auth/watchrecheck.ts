@@ -68,8 +68,9 @@ export class WatchReauthorizer {
       void this.#guard.admit(e.credential, e.attrs).then((a) => {
         e.checking = false;
         e.due = this.#next();
-        // Undecided (a failed review) keeps the watch: the next check asks again.
-        if (a.allowed === false && this.#entries.has(e)) {
+        // Undecided (a failed review) or busy (reviews past their bound) keeps the watch: the
+        // next check asks again.
+        if (a.allowed === false && !a.busy && this.#entries.has(e)) {
           this.#entries.delete(e);
           e.watch.endWith(errorLine(a.status));
         }

@@ -1,12 +1,22 @@
 // Explicit rules from the configuration, matched on what a request is (verb, resource, path) and
 // who sends it (user, group, service account), in the spirit of KubeGateway's rules and kubectl
-// proxy's reject-paths. The first rule with an action decides: allow (stop looking), deny (the
-// apiserver's 403 shape) or reject (429 with Retry-After). Separately, the first matching rule
-// that names a consistentReads policy chooses how reads without resourceVersion are answered, so
-// the expensive LISTs of a class of clients can be answered from the cache, always or only while
-// the upstream is busy.
+// proxy's reject-paths. The first rule with an action decides: allow (stop looking at rules; the
+// request still takes its seat in flow control, which only system:masters, health checks and
+// leases skip, as in APF), deny (the apiserver's 403 shape) or reject (429 with Retry-After).
+// Separately, the first matching rule that names a consistentReads policy chooses how reads
+// without resourceVersion are answered, so the expensive LISTs of a class of clients can be
+// answered from the cache, always or only while the upstream is busy.
+//
+// The verb `list` also names a watch that begins with the collection's current state: an
+// informer's start, which client-go 1.35+ sends as a watch with sendInitialEvents=true instead of
+// a LIST (and older clients as a watch from resourceVersion 0 or none). APF's work estimator counts
+// such a watch as a list for the same reason. `watch` names every watch.
+//
+// A rule that names users, groups or service accounts needs the client's user; only then is a
+// bearer token reviewed for the rules (a forwarded request is otherwise the apiserver's to
+// authenticate).
 import type { UserInfo } from '../auth/user.ts';
-import type { RequestInfo } from '../serve/requestinfo.ts';
+import { queryBool, type RequestInfo } from '../serve/requestinfo.ts';
 import type { ConsistentReads } from '../serve/decide.ts';
 
 export interface RuleMatch {
@@ -47,7 +57,7 @@ function resourceMatches(patterns: string[], info: RequestInfo): boolean {
 }
 
 function subjectMatches(m: RuleMatch, user: UserInfo | undefined): boolean {
-  if (any(m.users) && any(m.groups) && any(m.serviceAccounts)) return true;
+  if (!namesSubjects(m)) return true;
   if (!user) return false;
   if (m.users?.includes(user.username)) return true;
   if (m.groups?.some((g) => user.groups.includes(g))) return true;
@@ -57,22 +67,61 @@ function subjectMatches(m: RuleMatch, user: UserInfo | undefined): boolean {
   });
 }
 
-export function ruleMatches(rule: Rule, info: RequestInfo, user: UserInfo | undefined): boolean {
-  const m = rule.match;
-  if (!any(m.verbs) && !m.verbs!.includes('*') && !m.verbs!.includes(info.verb)) return false;
+/** What a rule matches on besides the client: the request, and whether it is an informer's start. */
+export interface RuleRequest {
+  info: RequestInfo;
+  /** A watch that begins with the collection's current state (see beginsWithState). */
+  beginsWithState?: boolean | undefined;
+}
+
+/**
+ * A watch that sends the collection's current state before its changes, as APF's work estimator
+ * tells it: sendInitialEvents=true, or a legacy watch from resourceVersion 0 or none.
+ */
+export function beginsWithState(info: RequestInfo, query: URLSearchParams): boolean {
+  if (info.verb !== 'watch') return false;
+  const send = query.get('sendInitialEvents');
+  if (send !== null) return queryBool(send);
+  const rv = query.get('resourceVersion') ?? '';
+  return rv === '' || rv === '0';
+}
+
+function requestMatches(m: RuleMatch, r: RuleRequest): boolean {
+  const { info } = r;
+  if (!any(m.verbs) && !m.verbs!.includes('*') && !m.verbs!.includes(info.verb) && !(r.beginsWithState && m.verbs!.includes('list'))) return false;
   if (!any(m.resources) && !resourceMatches(m.resources!, info)) return false;
   if (!any(m.paths) && !m.paths!.some((p) => (p.endsWith('*') ? info.path.startsWith(p.slice(0, -1)) : info.path === p))) return false;
-  return subjectMatches(m, user);
+  return true;
+}
+
+function namesSubjects(m: RuleMatch): boolean {
+  return !(any(m.users) && any(m.groups) && any(m.serviceAccounts));
+}
+
+export function ruleMatches(rule: Rule, r: RuleRequest, user: UserInfo | undefined): boolean {
+  return requestMatches(rule.match, r) && subjectMatches(rule.match, user);
+}
+
+/** The client's user, learned only when a rule needs it (a token is reviewed then). */
+export type UserLookup = () => Promise<UserInfo | undefined>;
+
+async function firstMatch(rules: readonly Rule[], r: RuleRequest, user: UserLookup, eligible: (rule: Rule) => boolean): Promise<Rule | undefined> {
+  for (const rule of rules) {
+    if (!eligible(rule) || !requestMatches(rule.match, r)) continue;
+    if (!namesSubjects(rule.match) || subjectMatches(rule.match, await user())) return rule;
+  }
+  return undefined;
 }
 
 /** The first rule with an action that matches, if any. */
-export function decidingRule(rules: readonly Rule[], info: RequestInfo, user: UserInfo | undefined): Rule | undefined {
-  return rules.find((r) => r.action !== undefined && ruleMatches(r, info, user));
+export function decidingRule(rules: readonly Rule[], r: RuleRequest, user: UserLookup): Promise<Rule | undefined> {
+  return firstMatch(rules, r, user, (rule) => rule.action !== undefined);
 }
 
 /** The consistent-read policy the first matching rule names, if any. */
-export function consistentReadsFor(rules: readonly Rule[], info: RequestInfo, user: UserInfo | undefined, upstreamBusy: boolean): ConsistentReads | undefined {
-  return rules.find((r) => r.consistentReads !== undefined && (r.when !== 'upstream-busy' || upstreamBusy) && ruleMatches(r, info, user))?.consistentReads;
+export async function consistentReadsFor(rules: readonly Rule[], r: RuleRequest, user: UserLookup, upstreamBusy: boolean): Promise<ConsistentReads | undefined> {
+  const rule = await firstMatch(rules, r, user, (x) => x.consistentReads !== undefined && (x.when !== 'upstream-busy' || upstreamBusy));
+  return rule?.consistentReads;
 }
 
 const POLICIES: readonly ConsistentReads[] = ['verify', 'cache', 'forward'];

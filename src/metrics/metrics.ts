@@ -87,6 +87,7 @@ export class GatewayMetrics {
     tokens: { sent: number };
     access: { sent: number; allowedLocally: number };
     serviceAccountTokens?: { counts: { verified: number; fallback: Partial<Record<string, number>> } } | undefined;
+    reviews: { inFlight: number; queued: number; rejected: number };
   }): void {
     const counterOf = (name: string, help: string, read: () => number): void =>
       void new Counter({
@@ -100,6 +101,20 @@ export class GatewayMetrics {
       });
     counterOf('levee_token_reviews_total', 'TokenReviews sent upstream to authenticate bearer tokens.', () => reviewers.tokens.sent);
     counterOf('levee_subject_access_reviews_total', 'SubjectAccessReviews sent upstream to authorize requests.', () => reviewers.access.sent);
+    counterOf('levee_reviews_rejected_total', 'Reviews (TokenReviews and SubjectAccessReviews) not sent because too many were waiting or one waited too long; the request that needed it got a 429.', () => reviewers.reviews.rejected);
+    for (const [name, help, read] of [
+      ['levee_reviews_inflight', 'Reviews (TokenReviews and SubjectAccessReviews) on their way upstream now.', () => reviewers.reviews.inFlight],
+      ['levee_reviews_inqueue', 'Reviews waiting for one of the seats that bound how many are sent at once.', () => reviewers.reviews.queued],
+    ] as const) {
+      new Gauge({
+        name,
+        help,
+        registers: [this.registry],
+        collect() {
+          this.set(read());
+        },
+      });
+    }
     counterOf('levee_authorization_local_rbac_allowed_total', 'Authorization decisions RBAC allowed from Levee\'s cache of roles and bindings, with no review sent.', () => reviewers.access.allowedLocally);
     // Registered with or without the flag, so dashboards and alerts find the series either way.
     const sa = (): { verified: number; fallback: Partial<Record<string, number>> } | undefined => reviewers.serviceAccountTokens?.counts;

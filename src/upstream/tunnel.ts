@@ -13,7 +13,7 @@ import { connectTarget, credentialHeaders, droppedHeader, openSocket, type Ident
 import { upstreamFailureStatus } from './errors.ts';
 import type { UpstreamPools } from './pools.ts';
 
-const STATUS_TEXT: Record<number, string> = { 401: 'Unauthorized', 403: 'Forbidden', 500: 'Internal Server Error', 502: 'Bad Gateway', 503: 'Service Unavailable', 504: 'Gateway Timeout' };
+const STATUS_TEXT: Record<number, string> = { 401: 'Unauthorized', 403: 'Forbidden', 429: 'Too Many Requests', 500: 'Internal Server Error', 502: 'Bad Gateway', 503: 'Service Unavailable', 504: 'Gateway Timeout' };
 
 export interface TunnelResult {
   /** The upstream's status code (101 when the upgrade was accepted), or Levee's own on failure. */

@@ -107,3 +107,78 @@ test('a changed file applies new rules and limits without a restart; a broken on
   assert.match(levee.output(), /flowControl\.maxRequestsInflight/);
   assert.equal(await seats(), 60);
 });
+
+/** A Levee of its own with `config`, for a test that needs other rules or limits. */
+async function withLevee(config: string, body: (l: LeveeProcess) => Promise<void>): Promise<void> {
+  const file = join(mkdtempSync(join(tmpdir(), 'levee-config-')), 'levee.yaml');
+  writeFileSync(file, config);
+  const l = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra: ['--config', file] });
+  try {
+    await body(l);
+  } finally {
+    await l.stop();
+  }
+}
+
+async function ask(l: LeveeProcess, path: string, token: string): Promise<{ status: number; body: string }> {
+  const res = await request(l.url.origin + path, { dispatcher: agent, headers: { authorization: `Bearer ${token}`, accept: 'application/json' } });
+  return { status: res.statusCode, body: await res.body.text() };
+}
+
+async function tokenReviews(l: LeveeProcess): Promise<number> {
+  const res = await request(`${l.url.origin}/metrics`, { dispatcher: agent });
+  return Number(/^levee_token_reviews_total (\d+)/m.exec(await res.body.text())?.[1]);
+}
+
+test('`list` in a rule also names an informer\'s start (a watch that begins with the state); a resumed watch is not a list', async () => {
+  await withLevee(
+    `cache: { resources: [configmaps] }
+rules:
+  - name: no-secret-lists
+    match: { resources: [secrets], verbs: [list] }
+    action: deny
+`,
+    async (l) => {
+      const byRule = (a: { status: number; body: string }): boolean => a.status === 403 && a.body.includes('denied by Levee rule \\"no-secret-lists\\"');
+      const base = `/api/v1/namespaces/${ns}/secrets`;
+      assert.ok(byRule(await ask(l, base, env.tokens.admin)), 'LIST');
+      // client-go 1.35+ informers start with a consistent watch-list; older ones watch from 0.
+      assert.ok(byRule(await ask(l, `${base}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=1`, env.tokens.admin)), 'watch-list');
+      assert.ok(byRule(await ask(l, `${base}?watch=true&resourceVersion=0&timeoutSeconds=1`, env.tokens.admin)), 'legacy watch from 0');
+      // An informer resuming from a resourceVersion follows changes only: the rule does not name it.
+      const listed = await send('POST', `${env.server}/api/v1/namespaces/${ns}/configmaps`, agent, env.tokens.admin, { metadata: { name: `rv-${suffix()}` } });
+      const rv = (JSON.parse(listed.body) as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
+      const resumed = await ask(l, `${base}?watch=true&resourceVersion=${rv}&timeoutSeconds=1`, env.tokens.admin);
+      assert.equal(resumed.status, 200, resumed.body);
+      assert.equal((await ask(l, `${base}/nothing`, env.tokens.admin)).status, 404, 'a GET is not a list');
+    },
+  );
+});
+
+test('a forwarded request\'s token is not reviewed by Levee unless a rule names users; allow does not exempt from flow control', async () => {
+  await withLevee(`cache: { resources: [configmaps] }\n`, async (l) => {
+    for (let i = 0; i < 5; i++) assert.equal((await ask(l, `/api/v1/namespaces/${ns}/secrets`, env.tokens.admin)).status, 200);
+    assert.equal(await tokenReviews(l), 0, 'forwarded requests are the apiserver\'s to authenticate');
+    // An answer from the cache is Levee's to authorize: the token is reviewed then (once, then cached).
+    for (let i = 0; i < 3; i++) assert.equal((await ask(l, `/api/v1/namespaces/${ns}/configmaps?resourceVersion=0`, env.tokens.alice)).status, 403);
+    assert.equal(await tokenReviews(l), 1);
+  });
+  await withLevee(
+    `cache: { resources: [configmaps] }
+flowControl: { maxRequestsInflight: 1, queueLength: 1, queueWait: 2s }
+rules:
+  - name: alice-passes
+    match: { users: [alice] }
+    action: allow
+`,
+    async (l) => {
+      // The rule names a user, so each client's token is reviewed once to match it.
+      const burst = await Promise.all(Array.from({ length: 40 }, () => ask(l, `/api/v1/namespaces/${ns}/secrets`, env.tokens.alice)));
+      const codes = burst.map((a) => a.status);
+      // 403: forwarded, and the apiserver's answer (alice may not list secrets there).
+      assert.ok(codes.every((c) => c === 403 || c === 429), codes.join(','));
+      assert.ok(codes.includes(429), `allow exempted alice from flow control: ${codes.join(',')}`);
+      assert.equal(await tokenReviews(l), 1);
+    },
+  );
+});

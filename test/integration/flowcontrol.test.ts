@@ -53,7 +53,7 @@ test('past its seats and queues a user gets APF\'s 429 with Retry-After; system:
   const levee: LeveeProcess = await startLevee({
     kubeconfig: env.kubeconfig,
     tls: env.leveeServing,
-    extra: ['--cache', 'configmaps', '--max-requests-inflight', '1', '--flow-queue-length', '1', '--flow-queue-wait', '2s'],
+    extra: ['--cache', 'configmaps', '--client-ca-file', env.caFile, '--max-requests-inflight', '1', '--flow-queue-length', '1', '--flow-queue-wait', '2s'],
   });
   try {
     const path = `/api/v1/namespaces/${ns}/secrets`;
@@ -77,7 +77,20 @@ test('past its seats and queues a user gets APF\'s 429 with Retry-After; system:
       });
     }
     assert.ok(codes.every((c) => c === 200 || c === 429), codes.join(','));
-    // The same burst from system:masters is never queued.
+    // The same burst from system:masters is never queued, once Levee knows the client is: by its
+    // certificate, or by a token it reviewed lately (a forwarded token alone is not reviewed).
+    const admin = new Agent({ connect: { ca: readFileSync(env.caFile), cert: readFileSync(env.clientCerts.admin.cert), key: readFileSync(env.clientCerts.admin.key) }, allowH2: false });
+    try {
+      const byCertificate = await Promise.all(Array.from({ length: 40 }, async () => {
+        const res = await request(levee.url.origin + path, { dispatcher: admin, headers: { accept: 'application/json' } });
+        await res.body.text();
+        return res.statusCode;
+      }));
+      assert.deepEqual([...new Set(byCertificate)], [200]);
+    } finally {
+      await admin.close();
+    }
+    assert.equal((await get(levee.url.origin, `/api/v1/namespaces/${ns}/configmaps?resourceVersion=0`, env.tokens.admin)).status, 200);
     assert.deepEqual([...new Set((await burst(env.tokens.admin)).map((r) => r.status))], [200]);
     const metrics = (await get(levee.url.origin, '/metrics', env.tokens.admin)).body;
     const m = /levee_flowcontrol_rejected_requests_total\{class="read",stage="requests",reason="queue-full"\} (\d+)/.exec(metrics);
@@ -89,12 +102,13 @@ test('past its seats and queues a user gets APF\'s 429 with Retry-After; system:
 });
 
 test('a resource that cannot sync: not ready, reads forwarded under the upstream bound, past it 429 with a growing Retry-After', async () => {
-  // bob may not list secrets, so a Levee running as bob never syncs them. The reads are identical
-  // and would share one upstream request; without coalescing each needs a seat of the bound.
+  // bob may not list secrets nor configmaps, so a Levee running as bob never syncs them. The
+  // reads are identical and would share one upstream request; without coalescing each needs a
+  // seat of the bound.
   const levee = await startLevee({
     kubeconfig: writeKubeconfig(env.server, env.caFile, env.tokens.bob),
     tls: env.leveeServing,
-    extra: ['--cache', 'secrets', '--upstream-max-requests-inflight', '1', '--flow-queue-length', '1', '--flow-queue-wait', '5s', '--coalesce-max-bytes', '0'],
+    extra: ['--cache', 'secrets,configmaps', '--upstream-max-requests-inflight', '1', '--flow-queue-length', '1', '--flow-queue-wait', '5s', '--coalesce-max-bytes', '0'],
   });
   try {
     const ready = await get(levee.url.origin, '/readyz?verbose', env.tokens.alice);
@@ -112,6 +126,11 @@ test('a resource that cannot sync: not ready, reads forwarded under the upstream
     assert.ok(rejected.length > 200, `only ${rejected.length} rejected`);
     assert.equal(Math.min(...waits), 1);
     assert.ok(Math.max(...waits) >= 3, `Retry-After never grew: ${[...new Set(waits)].join(',')}`);
+    // The crowd at secrets does not lengthen the wait at another resource still warming up.
+    const others = await Promise.all(Array.from({ length: 30 }, () => get(levee.url.origin, `/api/v1/namespaces/${ns}/configmaps`, env.tokens.alice)));
+    const otherWaits = others.filter((a) => a.status === 429).map((a) => Number(a.retryAfter));
+    assert.ok(otherWaits.length > 0, others.map((a) => a.status).join(','));
+    assert.deepEqual([...new Set(otherWaits)], [1]);
   } finally {
     await levee.stop();
   }

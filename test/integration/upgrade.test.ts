@@ -6,7 +6,10 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { connect as tlsConnect } from 'node:tls';
 import { connect as netConnect, type Socket } from 'node:net';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Agent, request } from 'undici';
 import { WebSocket, WebSocketServer } from 'ws';
 import { loadEnv, type TestEnv } from '../env/testenv.ts';
 import { startLevee, writeKubeconfig, type LeveeProcess } from '../support/levee.ts';
@@ -113,3 +116,69 @@ test('in trust-loopback mode a credential-less upgrade travels with Levee\'s own
   assert.match(head, /^HTTP\/1\.1 101/);
   assert.equal(seen[0]?.authorization, 'Bearer levee-own-token');
 });
+
+test('upgrades pass the rules and flow control: a denied exec never reaches the apiserver, a tunnel holds its seat while open', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'levee-upgrade-'));
+  writeFileSync(
+    join(dir, 'levee.yaml'),
+    `cache: { resources: [] }
+flowControl: { maxLongRunningRequests: 1, queueLength: 1, queueWait: 1s }
+rules:
+  - name: no-exec
+    match: { resources: [pods/exec] }
+    action: deny
+`,
+  );
+  const kc = writeKubeconfig(`http://127.0.0.1:${(upstream.address() as { port: number }).port}`, undefined, 'levee-own-token');
+  const ruled = await startLevee({ kubeconfig: kc, tls: env.leveeServing, extra: ['--config', join(dir, 'levee.yaml')] });
+  const ca = readFileSync(env.caFile);
+  const open = (path: string): Promise<WebSocket | number> => {
+    const ws = new WebSocket(`wss://${ruled.url.host}${path}`, ['v5.channel.k8s.io'], { ca, headers: { authorization: 'Bearer client-token' } });
+    return new Promise((resolve) => {
+      ws.once('open', () => resolve(ws));
+      ws.once('unexpected-response', (_req, res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+    });
+  };
+  try {
+    seen = [];
+    // exec, over WebSocket and over SPDY: the rule's 403, and nothing upstream.
+    assert.equal(await open(EXEC_PATH), 403);
+    const socket = tlsConnect({ host: '127.0.0.1', port: Number(ruled.url.port), ca, ALPNProtocols: ['http/1.1'], servername: 'localhost' });
+    await new Promise((r) => socket.once('secureConnect', r));
+    socket.write(`POST ${EXEC_PATH} HTTP/1.1\r\nHost: levee\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nAuthorization: Bearer client-token\r\nContent-Length: 0\r\n\r\n`);
+    let answer = '';
+    for await (const chunk of socket) answer += (chunk as Buffer).toString('latin1');
+    assert.match(answer, /^HTTP\/1\.1 403 Forbidden\r\n/);
+    const status = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)) as { reason: string; message: string };
+    assert.equal(status.reason, 'Forbidden');
+    assert.match(status.message, /cannot create resource "pods\/exec" in API group "" in the namespace "default": denied by Levee rule "no-exec"/);
+    assert.deepEqual(seen, []);
+    // port-forward is not named: its tunnel opens, and holds the one long-running seat while open.
+    const forward = '/api/v1/namespaces/default/pods/p/portforward?ports=80';
+    const first = await open(forward);
+    assert.ok(first instanceof WebSocket);
+    const metrics = await fetchText(`${ruled.url.origin}/metrics`, ca);
+    assert.match(metrics, /levee_longrunning_requests\{verb="CONNECT",group="",resource="pods",subresource="portforward",source="upstream"\} 1/);
+    assert.equal(await open(forward), 429, 'a second tunnel waits for the seat, then gets APF\'s 429');
+    first.close();
+    await new Promise((r) => first.once('close', r));
+    const third = await open(forward);
+    assert.ok(third instanceof WebSocket, 'the seat came back when the first tunnel closed');
+    third.close();
+  } finally {
+    await ruled.stop();
+  }
+});
+
+async function fetchText(url: string, ca: Buffer): Promise<string> {
+  const agent = new Agent({ connect: { ca } });
+  try {
+    const res = await request(url, { dispatcher: agent });
+    return await res.body.text();
+  } finally {
+    await agent.close();
+  }
+}

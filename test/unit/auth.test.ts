@@ -6,6 +6,7 @@ import { bearerToken } from '../../src/auth/tokenreview.ts';
 import { userFromCertificate } from '../../src/auth/x509.ts';
 import { forbidden } from '../../src/auth/authorize.ts';
 import { ReviewCache } from '../../src/auth/reviewcache.ts';
+import { ReviewLimiter, ReviewRejectedError } from '../../src/auth/reviewlimit.ts';
 import { splitServiceAccount, userKey, withAuthenticatedGroup } from '../../src/auth/user.ts';
 import { parseDuration } from '../../src/config/duration.ts';
 import { ruleAllows } from '../../src/auth/rbac.ts';
@@ -101,6 +102,38 @@ test('review answers are shared while asked, kept for their own TTL, and failure
   assert.equal(asked, 3, 'a negative TTL of 0 asks every time');
   await assert.rejects(cache.get('e', () => Promise.reject(new Error('down'))));
   assert.deepEqual(await cache.get('e', review(true)), { ok: true });
+});
+
+test('reviews sent upstream are bounded: a few at once, fair queues behind them, a rejection past those', async () => {
+  const limiter = new ReviewLimiter({ seats: 2, queues: 4, handSize: 1, queueLength: 2, maxWaitMs: 60_000 });
+  let running = 0;
+  let most = 0;
+  const pending: Array<() => void> = [];
+  const send = () =>
+    new Promise<string>((resolve) => {
+      running++;
+      most = Math.max(most, running);
+      pending.push(() => {
+        running--;
+        resolve('ok');
+      });
+    });
+  // One client with many new tokens fills its own queue; its surplus is refused, not queued.
+  const flood = Array.from({ length: 5 }, () => limiter.run('token:flood', send).catch((e: unknown) => e));
+  await new Promise((r) => setImmediate(r));
+  assert.equal(limiter.inFlight, 2);
+  assert.equal(limiter.queued, 2);
+  assert.ok((await flood[4]) instanceof ReviewRejectedError);
+  assert.equal(limiter.rejected, 1);
+  // Another client still gets in line, and everyone is served as seats come free.
+  const other = limiter.run('token:other', send);
+  while (pending.length > 0 || limiter.queued > 0) {
+    pending.shift()?.();
+    await new Promise((r) => setImmediate(r));
+  }
+  assert.equal(await other, 'ok');
+  assert.deepEqual(await Promise.all(flood.slice(0, 4)), ['ok', 'ok', 'ok', 'ok']);
+  assert.equal(most, 2, 'never more than the seats at once');
 });
 
 test('durations are read as Kubernetes flags write them', () => {

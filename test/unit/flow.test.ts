@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { dealHand, FairQueue, RejectedError, type Grant } from '../../src/flow/fairqueue.ts';
 import { classify, isExempt, limitsFrom } from '../../src/flow/flowcontrol.ts';
+import { WarmupBackoff } from '../../src/flow/warmup.ts';
 import { parseRequestInfo } from '../../src/serve/requestinfo.ts';
 
 const opts = { seats: 2, queues: 8, handSize: 2, queueLength: 4, maxWaitMs: 60_000 };
@@ -84,4 +85,24 @@ test('classes and exemptions', () => {
   assert.equal(limits.requests.read.seats, Infinity);
   assert.equal(limits.requests.mutating.seats, 5);
   assert.equal(limits.upstream['long-running'].queueLength, 9);
+});
+
+test('warm-up Retry-After grows with the rejections of that resource lately, and falls back once they stop', () => {
+  let now = 0;
+  const warmup = new WarmupBackoff(() => now);
+  const waits = Array.from({ length: 350 }, () => warmup.retryAfter('/secrets'));
+  assert.equal(waits[0], 1);
+  assert.equal(waits[99], 1);
+  assert.equal(waits[100], 2);
+  assert.equal(waits[349], 4);
+  // Another resource's crowd is its own.
+  assert.equal(warmup.retryAfter('/pods'), 1);
+  // It never advises more than 10 s.
+  for (let i = 0; i < 5_000; i++) warmup.retryAfter('/secrets');
+  assert.equal(warmup.retryAfter('/secrets'), 10);
+  // Half a window later the older half still counts; a whole quiet window later nothing does.
+  now += 6_000;
+  assert.ok(warmup.retryAfter('/secrets') > 1);
+  now += 20_000;
+  assert.equal(warmup.retryAfter('/secrets'), 1);
 });

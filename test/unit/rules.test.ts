@@ -1,10 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { consistentReadsFor, decidingRule, parseConsistentReadsFor, ruleMatches, type Rule } from '../../src/config/rules.ts';
+import { beginsWithState, consistentReadsFor, decidingRule, parseConsistentReadsFor, ruleMatches, type Rule } from '../../src/config/rules.ts';
 import { parseRequestInfo } from '../../src/serve/requestinfo.ts';
 
 const user = (username: string, groups: string[] = []) => ({ username, uid: '', groups, extra: {} });
-const info = (method: string, url: string) => parseRequestInfo(method, url);
+const info = (method: string, url: string) => ({ info: parseRequestInfo(method, url) });
+const known = (u: ReturnType<typeof user> | undefined) => () => Promise.resolve(u);
 
 test('rules match on verb, resource, path and who, every field given must match', () => {
   const r = (match: Rule['match']): Rule => ({ name: 'r', match, action: 'deny' });
@@ -26,7 +27,7 @@ test('rules match on verb, resource, path and who, every field given must match'
   assert.equal(ruleMatches(r({ serviceAccounts: ['kube-system:agent'] }), listPods, user('system:serviceaccount:default:agent')), false);
 });
 
-test('the first rule with an action decides; consistentReads rules are a separate choice', () => {
+test('the first rule with an action decides; consistentReads rules are a separate choice', async () => {
   const rules: Rule[] = [
     { name: 'reads-from-cache', match: { groups: ['system:nodes'] }, consistentReads: 'cache' },
     { name: 'admins-pass', match: { groups: ['system:masters'] }, action: 'allow' },
@@ -34,12 +35,51 @@ test('the first rule with an action decides; consistentReads rules are a separat
     { name: 'busy-only', match: { verbs: ['list'] }, consistentReads: 'cache', when: 'upstream-busy' },
   ];
   const secrets = info('GET', '/api/v1/secrets');
-  assert.equal(decidingRule(rules, secrets, user('root', ['system:masters']))?.name, 'admins-pass');
-  assert.equal(decidingRule(rules, secrets, user('bob'))?.name, 'no-secrets');
-  assert.equal(decidingRule(rules, info('GET', '/api/v1/pods'), user('bob')), undefined);
-  assert.equal(consistentReadsFor(rules, info('GET', '/api/v1/pods'), user('system:node:n', ['system:nodes']), false), 'cache');
-  assert.equal(consistentReadsFor(rules, info('GET', '/api/v1/pods'), user('bob'), false), undefined);
-  assert.equal(consistentReadsFor(rules, info('GET', '/api/v1/pods'), user('bob'), true), 'cache');
+  assert.equal((await decidingRule(rules, secrets, known(user('root', ['system:masters']))))?.name, 'admins-pass');
+  assert.equal((await decidingRule(rules, secrets, known(user('bob'))))?.name, 'no-secrets');
+  assert.equal(await decidingRule(rules, info('GET', '/api/v1/pods'), known(user('bob'))), undefined);
+  assert.equal(await consistentReadsFor(rules, info('GET', '/api/v1/pods'), known(user('system:node:n', ['system:nodes'])), false), 'cache');
+  assert.equal(await consistentReadsFor(rules, info('GET', '/api/v1/pods'), known(user('bob')), false), undefined);
+  assert.equal(await consistentReadsFor(rules, info('GET', '/api/v1/pods'), known(user('bob')), true), 'cache');
+});
+
+test('the user is looked up only when a rule that could decide names subjects', async () => {
+  let lookups = 0;
+  const lookup = () => {
+    lookups++;
+    return Promise.resolve(user('bob'));
+  };
+  const rules: Rule[] = [
+    { name: 'nodes-no-secrets', match: { groups: ['system:nodes'], resources: ['secrets'] }, action: 'deny' },
+    { name: 'no-configmap-writes', match: { resources: ['configmaps'], verbs: ['create'] }, action: 'reject' },
+  ];
+  assert.equal(await decidingRule(rules, info('GET', '/api/v1/pods'), lookup), undefined);
+  assert.equal((await decidingRule(rules, info('POST', '/api/v1/namespaces/a/configmaps'), lookup))?.name, 'no-configmap-writes');
+  assert.equal(lookups, 0, 'no rule that names subjects applied to these requests');
+  assert.equal(await decidingRule(rules, info('GET', '/api/v1/secrets'), lookup), undefined);
+  assert.equal(lookups, 1);
+  assert.equal((await decidingRule(rules, info('GET', '/api/v1/secrets'), known(user('system:node:n', ['system:nodes']))))?.name, 'nodes-no-secrets');
+});
+
+test('`list` also names an informer\'s start: a watch that begins with the current state', () => {
+  const r: Rule = { name: 'r', match: { verbs: ['list'], resources: ['secrets'] }, action: 'deny' };
+  const watch = (query: string) => {
+    const url = `/api/v1/secrets?watch=true&${query}`;
+    const i = parseRequestInfo('GET', url);
+    return { info: i, beginsWithState: beginsWithState(i, new URL(url, 'http://x').searchParams) };
+  };
+  // client-go 1.35+: a consistent watch-list, with or without a resourceVersion.
+  assert.equal(ruleMatches(r, watch('sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true'), undefined), true);
+  assert.equal(ruleMatches(r, watch('sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion=10'), undefined), true);
+  // A legacy watch from 0 or nothing sends the state as ADDED events too.
+  assert.equal(ruleMatches(r, watch('resourceVersion=0'), undefined), true);
+  assert.equal(ruleMatches(r, watch(''), undefined), true);
+  // An informer resuming after its list only follows changes: that is a watch, not a list.
+  assert.equal(ruleMatches(r, watch('resourceVersion=10'), undefined), false);
+  assert.equal(ruleMatches(r, watch('sendInitialEvents=false&resourceVersionMatch=NotOlderThan&resourceVersion=10'), undefined), false);
+  // `watch` names every watch; `list` still names a LIST.
+  assert.equal(ruleMatches({ ...r, match: { verbs: ['watch'] } }, watch('sendInitialEvents=true&resourceVersionMatch=NotOlderThan'), undefined), true);
+  assert.equal(ruleMatches(r, info('GET', '/api/v1/secrets'), undefined), true);
 });
 
 test('--consistent-reads-for becomes a rule; names may hold colons', () => {
