@@ -234,6 +234,15 @@ function cells(me: NodeName): Cell[] {
     watch(`watch ${resource}`, `${base}?watch=true`, source);
   }
 
+  // List options the apiserver cannot read (timeoutSeconds is an int64) make it drop the name the
+  // metadata.name selector gave before it authorizes, so the node is refused; such a request is
+  // the apiserver's to answer.
+  read(
+    'list configmaps by the metadata.name its pod uses, timeoutSeconds unreadable',
+    `/api/v1/namespaces/${ns}/configmaps?resourceVersion=0&fieldSelector=${sel(`metadata.name=cm-${x}`)}&timeoutSeconds=x`,
+    'upstream',
+  );
+
   // A write, forwarded under the node's identity: the Node authorizer allows it and NodeRestriction
   // refuses a node changing another node.
   out.push({ what: 'patch the other Node', path: `/api/v1/nodes/${them}`, kind: 'patch', source: 'upstream' });
