@@ -20,6 +20,13 @@ export interface ResourceAttributes {
   subresource?: string | undefined;
   namespace: string;
   name: string;
+  /**
+   * The request's fieldSelector and labelSelector as sent, for the verbs the apiserver authorizes
+   * with selectors (RequestInfo.fieldSelector, labelSelector); empty or absent for none. The Node
+   * authorizer allows a kubelet's list and watch of pods only with its own spec.nodeName.
+   */
+  fieldSelector?: string | undefined;
+  labelSelector?: string | undefined;
 }
 
 /** authorizer.Attributes of a request for a path that is not an API resource (/debug/levee/...). */
@@ -78,10 +85,7 @@ export class SubjectAccessReviewer {
 
   /** The apiserver's decision; rejects with UndecidedError when there is none. */
   authorize(user: UserInfo, attrs: Attributes): Promise<Decision> {
-    const key = isResourceRequest(attrs)
-      ? `${userKey(user)}\u0000r\u0000${attrs.verb}\u0000${attrs.group}\u0000${attrs.version ?? ''}\u0000${attrs.resource}\u0000${attrs.subresource ?? ''}\u0000${attrs.namespace}\u0000${attrs.name}`
-      : `${userKey(user)}\u0000n\u0000${attrs.verb}\u0000${attrs.path}`;
-    return this.#cache.get(key, () => {
+    return this.#cache.get(decisionKey(user, attrs), () => {
       if (this.#local?.allows(user, attrs)) {
         this.allowedLocally++;
         return Promise.resolve({ allowed: true, reason: 'allowed by RBAC (evaluated by Levee)' });
@@ -93,7 +97,10 @@ export class SubjectAccessReviewer {
   /**
    * As authorize(), but asks for every name (name "") first: an RBAC rule without resourceNames
    * matches all names, so one cached review serves reads of every object instead of one review per
-   * object. Only when that is denied is the name itself asked.
+   * object. Only when that is denied is the name itself asked. The question for every name keeps
+   * the request's selectors: without them it would be a broader question than the request's,
+   * and with them an allowed answer covers each name the selectors pick (a kubelet's LIST by its
+   * spec.nodeName and metadata.name is allowed by the selector, whatever the name).
    */
   async authorizeForName(user: UserInfo, attrs: Attributes): Promise<Decision> {
     if (isResourceRequest(attrs) && attrs.name !== '') {
@@ -105,30 +112,71 @@ export class SubjectAccessReviewer {
 
   async #send(user: UserInfo, attrs: Attributes): Promise<Decision> {
     this.sent++;
-    const spec: Record<string, unknown> = { user: user.username, groups: user.groups };
-    if (isResourceRequest(attrs)) {
-      const resourceAttributes: Record<string, string> = { verb: attrs.verb, group: attrs.group, resource: attrs.resource };
-      if (attrs.version) resourceAttributes.version = attrs.version;
-      if (attrs.subresource) resourceAttributes.subresource = attrs.subresource;
-      if (attrs.namespace) resourceAttributes.namespace = attrs.namespace;
-      if (attrs.name) resourceAttributes.name = attrs.name;
-      spec.resourceAttributes = resourceAttributes;
-    } else {
-      spec.nonResourceAttributes = { path: attrs.path, verb: attrs.verb };
-    }
-    if (user.uid) spec.uid = user.uid;
-    if (Object.keys(user.extra).length > 0) spec.extra = user.extra;
     const review = await postJson<{ status?: SubjectAccessReviewStatus }>(
       this.#pools,
       '/apis/authorization.k8s.io/v1/subjectaccessreviews',
-      { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec },
+      { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec: subjectAccessReviewSpec(user, attrs) },
     );
     const s = review.status ?? {};
+    // A selector Levee read but the apiserver could not (BuildEvaluationError's "... ignored due to
+    // parse error"): the two disagree about the request, whose answer is then the apiserver's.
+    if (s.evaluationError?.includes('spec.resourceAttributes.')) throw new UndecidedError(s.evaluationError);
     if (s.allowed === true) return { allowed: true, reason: s.reason ?? '' };
     // The apiserver answers 500, not 403, when its authorizer failed; Levee lets it say so.
     if (s.evaluationError) throw new UndecidedError(s.evaluationError);
     return { allowed: false, reason: s.reason ?? '' };
   }
+}
+
+/**
+ * The key a decision is cached under: every attribute the review carries, selectors included (a
+ * kubelet allowed to list its own pods is not allowed to list another node's). JSON, so no value
+ * can run into the next.
+ */
+export function decisionKey(user: UserInfo, attrs: Attributes): string {
+  return isResourceRequest(attrs)
+    ? JSON.stringify([
+        userKey(user),
+        'r',
+        attrs.verb,
+        attrs.group,
+        attrs.version ?? '',
+        attrs.resource,
+        attrs.subresource ?? '',
+        attrs.namespace,
+        attrs.name,
+        attrs.fieldSelector ?? '',
+        attrs.labelSelector ?? '',
+      ])
+    : JSON.stringify([userKey(user), 'n', attrs.verb, attrs.path]);
+}
+
+/**
+ * The SubjectAccessReview spec that makes the apiserver's authorizers see what they see for the
+ * request itself. Selectors go as rawSelector, the request's own text: the apiserver parses it
+ * with the parsers its authorization filter uses on the request (fields.ParseSelector and
+ * labels.Parse, then Requirements(); pkg/registry/authorization/util ResourceAttributesFrom and
+ * apiserver's filters.GetAuthorizerAttributes), so the authorizers get the same requirements, the
+ * same operators (a label's "=" stays Equals, "x>1" stays GreaterThan, which `requirements` cannot
+ * carry) and the same parse errors. An empty selector is left out, as the filter leaves it.
+ */
+export function subjectAccessReviewSpec(user: UserInfo, attrs: Attributes): Record<string, unknown> {
+  const spec: Record<string, unknown> = { user: user.username, groups: user.groups };
+  if (isResourceRequest(attrs)) {
+    const resourceAttributes: Record<string, unknown> = { verb: attrs.verb, group: attrs.group, resource: attrs.resource };
+    if (attrs.version) resourceAttributes.version = attrs.version;
+    if (attrs.subresource) resourceAttributes.subresource = attrs.subresource;
+    if (attrs.namespace) resourceAttributes.namespace = attrs.namespace;
+    if (attrs.name) resourceAttributes.name = attrs.name;
+    if (attrs.fieldSelector) resourceAttributes.fieldSelector = { rawSelector: attrs.fieldSelector };
+    if (attrs.labelSelector) resourceAttributes.labelSelector = { rawSelector: attrs.labelSelector };
+    spec.resourceAttributes = resourceAttributes;
+  } else {
+    spec.nonResourceAttributes = { path: attrs.path, verb: attrs.verb };
+  }
+  if (user.uid) spec.uid = user.uid;
+  if (Object.keys(user.extra).length > 0) spec.extra = user.extra;
+  return spec;
 }
 
 /** The apiserver's Forbidden answer (responsewriters.Forbidden) to a request it did not authorize. */

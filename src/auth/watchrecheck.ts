@@ -13,6 +13,10 @@ export interface Endable {
 
 export interface Entry {
   credential: Credential;
+  /**
+   * The attributes the watch was admitted with, selectors included: a kubelet's watch of its own
+   * pods is allowed only with its spec.nodeName selector, and would be ended without it.
+   */
   attrs: ResourceAttributes;
   watch: Endable;
   due: number;

@@ -366,6 +366,8 @@ export function createHandlers(deps: ChainDeps): Handlers {
         subresource: info.subresource,
         namespace: info.namespace,
         name: info.name,
+        fieldSelector: info.fieldSelector,
+        labelSelector: info.labelSelector,
       };
       const admission = await deps.guard.admit(admitted.credential, attrs);
       if (admission.allowed === false) {

@@ -159,12 +159,16 @@ export function decideRead(r: ReadRequest, state: CacheState): Decision {
     return { source: 'cache', plan: { ...base, verb: 'get', limit: 0, freshness, consistentRead: rv === undefined } };
   }
 
+  // The apiserver reads both as int64 and answers 400 for anything else, an empty value included;
+  // it then also drops the name a metadata.name selector gave, which authorization would see.
   const limitParam = query.get('limit');
   let limit = 0;
-  if (limitParam !== null && limitParam !== '') {
+  if (limitParam !== null) {
     if (!/^-?\d{1,18}$/.test(limitParam)) return forward('invalid');
     limit = Math.max(0, Number(limitParam));
   }
+  const timeoutParam = query.get('timeoutSeconds');
+  if (timeoutParam !== null && !/^-?\d{1,18}$/.test(timeoutParam)) return forward('invalid');
   if (query.has('watch') && query.get('watch') !== 'false' && query.get('watch') !== '0') return forward('not-a-read');
   const match = query.get('resourceVersionMatch') ?? '';
   const cont = query.get('continue') ?? '';
@@ -281,7 +285,8 @@ export function decideWatch(r: ReadRequest, state: CacheState): WatchDecision {
   }
   let timeoutSeconds: number | undefined;
   const t = query.get('timeoutSeconds');
-  if (t !== null && t !== '') {
+  // Empty is no number either: the apiserver's 400.
+  if (t !== null) {
     if (!/^\d{1,9}$/.test(t)) return forward('invalid');
     timeoutSeconds = Number(t);
   }

@@ -1,7 +1,9 @@
 // A port of k8s.io/apiserver/pkg/endpoints/request/requestinfo.go: the one place that turns a
 // request line into the attributes the apiserver itself uses (verb, group, version, resource,
-// namespace, name, subresource). Authorization, metrics and the cache-or-upstream decision all
-// read this, so they agree with the apiserver on what a request is.
+// namespace, name, subresource, and the selectors authorization sees). Authorization, metrics and
+// the cache-or-upstream decision all read this, so they agree with the apiserver on what a request
+// is.
+import { parseFieldSelector } from '../selectors/fields.ts';
 
 export interface RequestInfo {
   isResourceRequest: boolean;
@@ -17,6 +19,13 @@ export interface RequestInfo {
   subresource: string;
   name: string;
   parts: string[];
+  /**
+   * The fieldSelector and labelSelector parameters as sent (their first values), for list, watch
+   * and deletecollection only: what the apiserver's authorization filter hands its authorizers
+   * (the Node authorizer lets a kubelet list its own pods only with spec.nodeName=NODE).
+   */
+  fieldSelector: string;
+  labelSelector: string;
 }
 
 const API_PREFIXES = new Set(['api', 'apis']);
@@ -27,6 +36,8 @@ const SPECIAL_VERBS = new Set(['proxy', 'watch']);
 const SPECIAL_VERBS_NO_SUBRESOURCES = new Set(['proxy']);
 // /namespaces/{name}/status and /namespaces/{name}/finalize are subresources of the namespace itself.
 const NAMESPACE_SUBRESOURCES = new Set(['status', 'finalize']);
+// The verbs whose selectors reach authorization (verbsWithSelectors).
+const VERBS_WITH_SELECTORS = new Set(['list', 'watch', 'deletecollection']);
 
 function splitPath(path: string): string[] {
   const trimmed = path.replace(/^\/+|\/+$/g, '');
@@ -40,14 +51,18 @@ export function queryBool(value: string | null): boolean {
   return !(v === '0' || v === 'f' || v === 'false');
 }
 
-/** fields.Selector.RequiresExactMatch("metadata.name"): the value of the first `metadata.name=x` (or `==`) term. */
+/**
+ * opts.FieldSelector.RequiresExactMatch("metadata.name") after the apiserver parsed the list
+ * options: the value of the first `metadata.name=x` (or `==`) term in the parser's (sorted) order.
+ * A selector that does not parse names nothing (the apiserver drops the options it could not read).
+ */
 function fieldSelectorName(selector: string | null): string | undefined {
   if (!selector) return undefined;
-  for (const term of selector.split(',')) {
-    const m = /^\s*metadata\.name\s*==?\s*(.*?)\s*$/.exec(term);
-    if (m) return m[1];
+  try {
+    return parseFieldSelector(selector).exact('metadata.name');
+  } catch {
+    return undefined;
   }
-  return undefined;
 }
 
 /** path.IsValidPathSegmentName: a name may not be "." or ".." nor contain "/" or "%". */
@@ -95,6 +110,8 @@ export function parseRequestInfo(method: string, url: string): RequestInfo {
     subresource: '',
     name: '',
     parts: [],
+    fieldSelector: '',
+    labelSelector: '',
   };
 
   let parts = splitPath(path);
@@ -114,10 +131,12 @@ export function parseRequestInfo(method: string, url: string): RequestInfo {
   info.apiVersion = parts[0]!;
   parts = parts.slice(1);
 
+  let verbViaPathPrefix = false;
   if (SPECIAL_VERBS.has(parts[0]!)) {
     if (parts.length < 2) throw new RequestInfoError(`unable to determine kind and namespace from url, ${url}`);
     info.verb = parts[0]!;
     parts = parts.slice(1);
+    verbViaPathPrefix = true;
   } else {
     info.verb = verbForMethod(method);
   }
@@ -141,6 +160,14 @@ export function parseRequestInfo(method: string, url: string): RequestInfo {
     if (name !== undefined && isValidPathSegmentName(name)) info.name = name;
   }
   if (info.name === '' && info.verb === 'delete') info.verb = 'deletecollection';
+  // The deprecated /watch/ paths do not honour selectors consistently, so the apiserver never
+  // authorizes them with one: a kubelet's /api/v1/watch/pods?fieldSelector=spec.nodeName=NODE is
+  // refused where /api/v1/pods?watch=true&fieldSelector=... is allowed. The raw first value, as the
+  // apiserver reads it even when other list options fail to parse.
+  if (!verbViaPathPrefix && VERBS_WITH_SELECTORS.has(info.verb)) {
+    info.fieldSelector = query.get('fieldSelector') ?? '';
+    info.labelSelector = query.get('labelSelector') ?? '';
+  }
   return info;
 }
 

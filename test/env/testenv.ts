@@ -7,7 +7,8 @@
 // So pods stay Pending, deleted namespaces stay Terminating (no namespace
 // controller), ownerReferences are never garbage-collected, and no "default"
 // ServiceAccount is created. Tests should use fresh names rather than rely on
-// deletion of namespaces completing.
+// deletion of namespaces completing. Pods bound to a node wait for a kubelet to
+// confirm their deletion: delete them with gracePeriodSeconds=0.
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -33,7 +34,13 @@ const READY_TIMEOUT_MS = 120_000;
 const SA_ISSUER = 'https://kubernetes.default.svc.cluster.local';
 
 export type TokenUser = 'admin' | 'alice' | 'bob' | 'levee';
-export type CertUser = 'admin' | 'alice' | 'bob';
+export type CertUser = 'admin' | 'alice' | 'bob' | NodeName;
+/**
+ * Kubelet identities with client certificates (CN system:node:NAME, O system:nodes), for the Node
+ * authorizer. Nothing runs behind them, and their Node objects are for tests to create.
+ */
+export const NODE_NAMES = ['node-a', 'node-b'] as const;
+export type NodeName = (typeof NODE_NAMES)[number];
 export interface CertPair {
   cert: string;
   key: string;
@@ -246,7 +253,9 @@ async function upLocked(): Promise<TestEnv> {
         `--tls-private-key-file=${path.join(PKI, 'apiserver.key')}`,
         `--client-ca-file=${caFile}`,
         `--token-auth-file=${TOKEN_FILE}`,
-        '--authorization-mode=RBAC',
+        // As real clusters run it: the Node authorizer first (kubelets read only what their pods
+        // need, and list or watch pods only with their own spec.nodeName selector), then RBAC.
+        '--authorization-mode=Node,RBAC',
         `--service-account-issuer=${SA_ISSUER}`,
         `--service-account-key-file=${path.join(PKI, 'sa.pub')}`,
         `--service-account-signing-key-file=${path.join(PKI, 'sa.key')}`,
@@ -256,6 +265,11 @@ async function upLocked(): Promise<TestEnv> {
         // No controller-manager runs, so no "default" ServiceAccount ever exists and the
         // ServiceAccount admission plugin would reject every pod.
         '--disable-admission-plugins=ServiceAccount',
+        // The Node authorizer lets any node create, update and patch any Node and any pod's status,
+        // mirror pods and evictions; NodeRestriction confines those writes to the node's own
+        // objects. Real clusters pair the two (kubeadm does), and it acts only on requests from
+        // node identities, so nothing else here changes.
+        '--enable-admission-plugins=NodeRestriction',
         '--watch-cache=true',
       ],
     },
@@ -282,7 +296,12 @@ async function upLocked(): Promise<TestEnv> {
     informer: bins.informer,
     etcd: etcdUrl,
     tokens,
-    clientCerts: { admin: pki('admin'), alice: pki('alice'), bob: pki('bob') },
+    clientCerts: {
+      admin: pki('admin'),
+      alice: pki('alice'),
+      bob: pki('bob'),
+      ...(Object.fromEntries(NODE_NAMES.map((n) => [n, pki(n)])) as Record<NodeName, CertPair>),
+    },
     leveeServing: pki('levee'),
     logs: LOGS,
   };

@@ -49,6 +49,14 @@ const cases: Array<[string, string, Parameters<typeof decide>[1]?]> = [
   ['/api/v1/namespaces/a/pods/p', 'upstream:consistent-read', { state: { ...CACHED, consistentReads: 'forward' } }],
   ['/api/v1/namespaces/a/pods?resourceVersion=abc', 'upstream:invalid'],
   ['/api/v1/namespaces/a/pods?resourceVersion=0&limit=x', 'upstream:invalid'],
+  // The apiserver parses limit and timeoutSeconds as int64 (strconv.ParseInt): anything else,
+  // empty included, is its 400.
+  ['/api/v1/namespaces/a/pods?resourceVersion=0&limit=', 'upstream:invalid'],
+  ['/api/v1/namespaces/a/pods?resourceVersion=0&timeoutSeconds=30', 'cache:any'],
+  ['/api/v1/namespaces/a/pods?resourceVersion=0&timeoutSeconds=abc', 'upstream:invalid'],
+  ['/api/v1/namespaces/a/pods?resourceVersion=0&timeoutSeconds=1.5', 'upstream:invalid'],
+  ['/api/v1/namespaces/a/pods?resourceVersion=0&timeoutSeconds=', 'upstream:invalid'],
+  ['/api/v1/namespaces/a/pods?resourceVersion=0&fieldSelector=metadata.name%3Dx&timeoutSeconds=x', 'upstream:invalid'],
   ['/api/v1/namespaces/a/pods?resourceVersion=0&labelSelector=a%3Db%3Dc', 'upstream:invalid'],
   ['/api/v1/namespaces/a/pods?resourceVersion=0&fieldSelector=spec.bogus%3D1', 'upstream:invalid'],
   ['/api/v1/namespaces/a/pods?resourceVersion=0&fieldSelector=spec.nodeName%3Dn1', 'cache:any'],
@@ -126,6 +134,7 @@ test('watches: from a resourceVersion in the cache, the rest upstream', () => {
   assert.equal(w('/api/v1/namespaces/a/pods?watch=true&resourceVersionMatch=NotOlderThan'), 'upstream:invalid');
   assert.equal(w('/api/v1/namespaces/a/pods?watch=true&sendInitialEvents=false&resourceVersionMatch=NotOlderThan'), 'upstream:watch-initial-state');
   assert.equal(w('/api/v1/namespaces/a/pods?watch=true&resourceVersion=12&timeoutSeconds=x'), 'upstream:invalid');
+  assert.equal(w('/api/v1/namespaces/a/pods?watch=true&resourceVersion=12&timeoutSeconds='), 'upstream:invalid');
   assert.equal(w('/api/v1/pods?watch=true&resourceVersion=12', NODE_LOCAL), 'upstream:outside-selection');
   assert.equal(w('/api/v1/pods?watch=true&resourceVersion=12&fieldSelector=spec.nodeName%3Dn1', NODE_LOCAL), 'cache:12');
 });

@@ -90,3 +90,31 @@ test('long-running requests are recognised as the apiserver does', () => {
   assert.equal(isLongRunning(parseRequestInfo('GET', '/api/v1/namespaces/a/pods/b')), false);
   assert.equal(isLongRunning(parseRequestInfo('GET', '/api/v1/pods')), false);
 });
+
+test('the request\'s selectors reach the attributes only where the apiserver authorizes with them', () => {
+  // k8s.io/apiserver/pkg/endpoints/request/requestinfo_test.go, TestSelectorParsing.
+  const cases: Array<[method: string, url: string, verb: string, name: string, field: string, label: string]> = [
+    ['GET', '/apis/group/version/resource', 'list', '', '', ''],
+    ['GET', '/apis/group/version/resource?fieldSelector=metadata.name=name1', 'list', 'name1', 'metadata.name=name1', ''],
+    ['GET', '/apis/group/version/resource?watch=true&fieldSelector=metadata.name=name1', 'watch', 'name1', 'metadata.name=name1', ''],
+    ['GET', '/apis/group/version/resource?fieldSelector=foo=bar&labelSelector=baz=qux', 'list', '', 'foo=bar', 'baz=qux'],
+    // A selector that does not parse names no object, but is still what authorization is given.
+    ['GET', '/apis/group/version/resource?fieldSelector=metadata.name=name1,foo', 'list', '', 'metadata.name=name1,foo', ''],
+    ['GET', '/apis/group/version/resource?fieldSelector=metadata.name=name1,foo&watch=true', 'watch', '', 'metadata.name=name1,foo', ''],
+    ['GET', '/apis/group/version/resource?fieldSelector=metadata.name=name1,foo&watch=false', 'list', '', 'metadata.name=name1,foo', ''],
+    ['DELETE', '/apis/group/version/resource?fieldSelector=foo=bar&labelSelector=baz=qux', 'deletecollection', '', 'foo=bar', 'baz=qux'],
+    ['GET', '/apis/group/version/resource?fieldSelector=metadata.name=foo&fieldSelector=metadata.name=bar&labelSelector=foo=bar&labelSelector=foo=baz', 'list', 'foo', 'metadata.name=foo', 'foo=bar'],
+    ['GET', '/apis/group/version/resource/name?fieldSelector=foo=bar&labelSelector=foo=bar', 'get', 'name', '', ''],
+    ['GET', '/apis/group/version/watch/resource?fieldSelector=metadata.name=foo&labelSelector=foo=bar', 'watch', '', '', ''],
+    ['GET', '/apis/group/version/watch/resource/name?fieldSelector=metadata.name=foo&labelSelector=foo=bar', 'watch', 'name', '', ''],
+    // Levee's own: escapes and whitespace as fields.ParseSelector reads them; the first name in its (sorted) order.
+    ['GET', '/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-a&labelSelector=app%20in%20(web)', 'list', '', 'spec.nodeName=node-a', 'app in (web)'],
+    ['GET', '/api/v1/namespaces/ns/pods?fieldSelector=metadata.name%3Db%2Cmetadata.name%3Da', 'list', 'a', 'metadata.name=b,metadata.name=a', ''],
+    ['GET', '/api/v1/namespaces/ns/pods?fieldSelector=metadata.name%3D%20x', 'list', ' x', 'metadata.name= x', ''],
+    ['GET', '/api/v1/namespaces/ns/pods?fieldSelector=%20metadata.name%3Dx', 'list', '', ' metadata.name=x', ''],
+  ];
+  for (const [method, url, verb, name, field, label] of cases) {
+    const info = parseRequestInfo(method, url);
+    assert.deepEqual([info.verb, info.name, info.fieldSelector, info.labelSelector], [verb, name, field, label], `${method} ${url}`);
+  }
+});

@@ -49,6 +49,9 @@ var leaves = []leaf{
 	{name: "admin", cn: "admin", orgs: []string{"system:masters"}},
 	{name: "alice", cn: "alice"},
 	{name: "bob", cn: "bob"},
+	// Kubelets as the Node authorizer knows them: user system:node:NAME in group system:nodes.
+	{name: "node-a", cn: "system:node:node-a", orgs: []string{"system:nodes"}},
+	{name: "node-b", cn: "system:node:node-b", orgs: []string{"system:nodes"}},
 }
 
 func main() {
