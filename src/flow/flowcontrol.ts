@@ -1,4 +1,4 @@
-// Which requests wait, which are rejected, and which pass: the classes of DESIGN.md §8. Every
+// Which requests wait, which are rejected, and which pass: the classes of docs/design.md §8. Every
 // request that is not exempt takes a seat of its class (long-running, read, mutating) through fair
 // queuing by user, and a request that goes upstream also takes a seat of the upstream bound for its
 // class, so a mass restart queues at Levee instead of at the apiserver. A rejection is the

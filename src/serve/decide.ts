@@ -13,7 +13,7 @@ import { withinSelection, type Selection } from '../cache/selection.ts';
 
 export type Freshness =
   | { mode: 'any' }
-  // resourceVersion unset: as fresh as the apiserver is now (DESIGN.md §6), proven before serving.
+  // resourceVersion unset: as fresh as the apiserver is now (docs/design.md §6), proven before serving.
   | { mode: 'consistent' }
   | { mode: 'notOlderThan'; resourceVersion: number }
   | { mode: 'exact'; resourceVersion: number };

@@ -14,8 +14,9 @@ export interface StoreEvent {
 }
 
 export interface EventWindowOptions {
-  /** The apiserver keeps at least 75 s of events (its default history window). */
+  /** Events older than this leave the window (75 s, the apiserver's eventFreshDuration). */
   minAgeMs?: number;
+  /** And at most this many are kept (100 Ki, the apiserver's largest watch cache). */
   maxEvents?: number;
 }
 

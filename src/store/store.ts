@@ -30,6 +30,7 @@ export interface StoreOptions {
   fieldIndexes?: readonly string[];
   /** How long snapshots are kept for continue tokens and Exact reads (the apiserver's window is 75 s). */
   snapshotWindowMs?: number;
+  /** And at most this many (one per change), so a busy resource keeps fewer seconds of them. */
   maxSnapshots?: number;
   now?: () => number;
 }
