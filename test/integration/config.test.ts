@@ -3,14 +3,16 @@
 // restart (a broken change is refused and the running configuration kept).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync, renameSync } from 'node:fs';
+import { mkdtempSync, readdirSync, writeFileSync, renameSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { parse as parseYaml } from 'yaml';
 import { Agent, request } from 'undici';
 import { readFileSync } from 'node:fs';
 import { loadEnv, type TestEnv } from '../env/testenv.ts';
 import { startLevee, type LeveeProcess } from '../support/levee.ts';
 import { send, suffix } from '../support/http.ts';
+import { waitFor, waitReady } from '../support/wait.ts';
 
 let env: TestEnv;
 let agent: Agent;
@@ -181,4 +183,36 @@ rules:
       assert.equal(await tokenReviews(l), 1);
     },
   );
+});
+
+test('every example in config/ starts against the real apiserver, syncs, serves from its cache and exits cleanly', async () => {
+  const dir = resolve(import.meta.dirname, '../../config');
+  const examples = readdirSync(dir).filter((f) => f.endsWith('.yaml'));
+  assert.ok(examples.length >= 3, examples.join(','));
+  for (const f of examples) {
+    const file = join(dir, f);
+    const config = parseYaml(readFileSync(file, 'utf8')) as { tls?: { clientCAFile?: string }; authentication?: { mode?: string } };
+    // Flags override the file: this cluster's kubeconfig and certificates, a free loopback port.
+    const extra = ['--config', file, '--listen', '127.0.0.1:0'];
+    if (config.tls?.clientCAFile) extra.push('--client-ca-file', env.caFile);
+    const l = await startLevee({ kubeconfig: env.kubeconfig, tls: config.tls ? env.leveeServing : undefined, extra });
+    try {
+      await waitReady(l, agent, 60_000);
+      // A trusted loopback client needs no credentials; elsewhere an admin's token.
+      const token = config.authentication?.mode === 'trust-loopback' ? undefined : env.tokens.admin;
+      const res = await request(`${l.url.origin}/api/v1/namespaces/${ns}/pods?resourceVersion=0`, {
+        dispatcher: l.url.protocol === 'https:' ? agent : undefined,
+        headers: { accept: 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      });
+      const body = await res.body.text();
+      assert.equal(res.statusCode, 200, `${f}: ${body}`);
+      assert.equal((JSON.parse(body) as { kind: string }).kind, 'PodList', f);
+      // The request's log line (written once the answer is sent) says where it was answered.
+      await waitFor(`${f}: the request's log line`, () => /"path":"[^"]*\/pods","[^\n]*"source":"/.test(l.output()));
+      assert.match(l.output(), /"path":"[^"]*\/pods","[^\n]*"source":"cache"/, `${f}: the read was not answered from the cache`);
+    } finally {
+      l.kill('SIGTERM');
+      assert.deepEqual(await l.exited, { code: 0, signal: null }, `${f}:\n${l.output()}`);
+    }
+  }
 });
