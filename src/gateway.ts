@@ -124,7 +124,11 @@ export async function startGateway(config: GatewayConfig): Promise<Gateway> {
   // Aborted when shutdown begins: forwarded watches end at their next event boundary.
   const ending = new AbortController();
   if (cache) {
-    health.addReadyCheck('cache-synced', () => cache.synced);
+    // A configured resource that does not exist does not hold readiness; ?verbose names it.
+    health.addReadyCheck('cache-synced', () => {
+      const waiting = cache.waiting();
+      return { ok: cache.synced, note: waiting.length > 0 ? `waiting for the resource to exist: ${waiting.join(', ')}` : undefined };
+    });
     cache.start();
   }
   // As the apiserver's readyz during graceful termination: failing from the first moment.

@@ -1,4 +1,14 @@
-// The cached resources of one Levee: for each, what discovery said, its store and its reflector.
+// The cached resources of one Levee: for each, what the apiserver says about it, its store and its
+// reflector. Built-in resources are resolved through discovery; custom resources (named, or
+// matched by a pattern) follow their CustomResourceDefinitions (definitions.ts) through their
+// lifecycle: cached once they exist, restarted when their CRD changes, dropped when it goes.
+//
+// Readiness: Levee is ready once every configured resource that exists has been listed. A
+// resource that does not exist (a CRD not created yet, an API the apiserver does not serve) is
+// reported as waiting for the resource to exist and does not hold readiness; neither do resources
+// that appear, change or go after Levee became ready (their reads are forwarded until their cache
+// has synced). What cannot be cached at all (no list or watch, a selector the resource cannot
+// select by) holds readiness until fixed.
 import type { Logger } from '../log/logger.ts';
 import type { CacheMetrics } from '../metrics/metrics.ts';
 import { Reflector } from '../reflector/reflector.ts';
@@ -11,14 +21,16 @@ import { WatcherRegistry } from '../watch/registry.ts';
 import type { Selection } from './selection.ts';
 import { parseFieldSelector } from '../selectors/fields.ts';
 import { parseLabelSelector } from '../selectors/labels.ts';
-import { normalizeFieldSelector, selectableFields } from '../selectors/selectable.ts';
+import { builtinFields, convertFieldSelector } from '../selectors/selectable.ts';
+import { discover, fieldsOfResource, NotCacheableError, NotServedError, type ResourceInfo } from './resources.ts';
+import { isPattern, matchesPattern, parsePattern, parseResourceSpec, resourceName, type ResourcePattern, type ResourceSpec } from './names.ts';
+import { Definitions, DEFINITIONS_NAME, resolveDefinition, WAITING_TO_EXIST } from './definitions.ts';
 
 /** The consistent-read policy: a default and overrides by resource name (as --cache names them). */
 export interface ConsistentReadPolicy {
   default: ConsistentReads;
   byResource: Record<string, ConsistentReads>;
 }
-import { discover, parseResourceSpec, resourceName, UnknownResourceError, type ResourceInfo } from './resources.ts';
 
 export interface CachedResource {
   name: string;
@@ -43,21 +55,41 @@ export interface ResourceOptions {
 // with fieldSelector=metadata.name, which would otherwise scan every node for each agent.
 const DEFAULT_FIELD_INDEXES: Record<string, readonly string[]> = { pods: ['spec.nodeName'], nodes: ['metadata.name'] };
 
+// How often discovery asks again for a built-in resource the apiserver does not serve (an API
+// not enabled yet, an apiserver being upgraded).
+const REDISCOVERY_MS = 60_000;
+
+/** Whether a name is a custom resource's: one Levee does not know as built-in, in a group with a dot (as every CRD's). */
+function isCustom(spec: ResourceSpec): boolean {
+  return spec.group.includes('.') && builtinFields(spec.group, spec.resource) === undefined;
+}
+
 export class Cache {
   readonly #byGroupResource = new Map<string, CachedResource>();
   readonly #pools: UpstreamPools;
   readonly #logger: Logger;
   readonly #metrics: CacheMetrics;
-  readonly #specs: string[];
+  readonly #policy: ConsistentReadPolicy;
+  readonly #resourceOptions: Record<string, ResourceOptions>;
+  /** Built-in resources, as named, resolved through discovery. */
+  readonly #builtin: string[] = [];
+  /** Custom resources named exactly, by CRD name (plural.group), with the version the name pins ('' for none). */
+  readonly #custom = new Map<string, string>();
+  readonly #patterns: ResourcePattern[] = [];
+  /** Built-in names whose discovery has not answered yet. */
+  readonly #discovering = new Set<string>();
+  /** Cannot be cached as configured: holds readiness. */
   readonly #failed = new Map<string, string>();
-  #stopped = false;
+  /** Configured, but the apiserver does not serve it now. */
+  readonly #waiting = new Map<string, string>();
+  /** Running custom resources: CRD name -> the signature of what they were started on. */
+  readonly #customRunning = new Map<string, string>();
+  readonly #stopping = new Set<Promise<void>>();
+  readonly #abort = new AbortController();
+  #definitions: Definitions | undefined;
   #watchesEnded = false;
   #startedAt = 0;
-  #readyLogged = false;
-
-  readonly #policy: ConsistentReadPolicy;
-
-  readonly #resourceOptions: Record<string, ResourceOptions>;
+  #ready = false;
 
   constructor(
     pools: UpstreamPools,
@@ -70,25 +102,41 @@ export class Cache {
     this.#policy = policy;
     this.#resourceOptions = resourceOptions;
     this.#pools = pools;
-    this.#specs = specs;
     this.#logger = logger;
     this.#metrics = metrics;
+    for (const spec of specs) {
+      try {
+        if (isPattern(spec)) {
+          this.#patterns.push(parsePattern(spec));
+          continue;
+        }
+        const parsed = parseResourceSpec(spec);
+        if (isCustom(parsed)) this.#custom.set(resourceName(parsed), parsed.version);
+        else this.#builtin.push(spec);
+      } catch (err) {
+        this.#failed.set(spec, (err as Error).message);
+      }
+    }
   }
 
   /**
-   * Resolves every resource through discovery and starts its reflector, in the background:
-   * requests are forwarded until a resource has synced, and an apiserver that is not there yet is
-   * retried with backoff. A resource the apiserver does not have is logged and keeps Levee unready.
+   * Resolves every resource and starts its reflector, in the background: requests are forwarded
+   * until a resource has synced, and an apiserver that is not there yet is retried with backoff.
    */
   start(): void {
     this.#startedAt = performance.now();
-    for (const spec of this.#specs) void this.#startOne(spec);
+    for (const [spec, why] of this.#failed) this.#logger.error({ resource: spec, err: why }, 'cannot cache resource');
+    for (const spec of this.#builtin) void this.#startBuiltin(spec);
+    if (this.#custom.size > 0 || this.#patterns.length > 0) {
+      this.#definitions = new Definitions({ pools: this.#pools, logger: this.#logger, metrics: this.#metrics, changed: () => this.#followDefinitions() });
+      this.#definitions.start();
+    }
   }
 
-  /** Logs, once, how long it took until every cached resource had synced: the time to ready. */
+  /** Becomes ready when it can, and logs, once, how long that took: the time to ready. */
   #checkReady(): void {
-    if (this.#readyLogged || !this.synced) return;
-    this.#readyLogged = true;
+    if (this.#ready || !this.#everythingListed()) return;
+    this.#ready = true;
     const seconds = (performance.now() - this.#startedAt) / 1000;
     let objects = 0;
     let bytes = 0;
@@ -99,36 +147,56 @@ export class Cache {
     this.#logger.info({ resources: this.resources.length, objects, bytes, seconds: Math.round(seconds * 1000) / 1000 }, 'cache synced: every resource listed, ready');
   }
 
-  async #startOne(spec: string): Promise<void> {
+  async #startBuiltin(spec: string): Promise<void> {
     const backoff = new Backoff();
+    const parsed = parseResourceSpec(spec);
+    const name = resourceName(parsed);
+    this.#discovering.add(spec);
     let info: ResourceInfo;
     for (;;) {
-      if (this.#stopped) return;
+      if (this.#abort.signal.aborted) return;
       try {
-        info = await discover(this.#pools, parseResourceSpec(spec));
+        info = await discover(this.#pools, parsed);
         break;
       } catch (err) {
-        if (err instanceof UnknownResourceError) {
+        if (err instanceof NotServedError) {
+          // Not an error of Levee's configuration: the resource may exist later.
+          if (!this.#waiting.has(name)) this.#logger.warn({ resource: spec, err: err.message }, 'resource not served by the apiserver; waiting for it to exist');
+          this.#waiting.set(name, `${WAITING_TO_EXIST} (${err.message})`);
+          this.#discovering.delete(spec);
+          await sleep(REDISCOVERY_MS, this.#abort.signal);
+          continue;
+        }
+        if (err instanceof NotCacheableError) {
+          this.#discovering.delete(spec);
           this.#failed.set(spec, err.message);
           this.#logger.error({ resource: spec, err: err.message }, 'cannot cache resource');
           return;
         }
         const wait = backoff.next();
         this.#logger.warn({ resource: spec, err: err instanceof Error ? err.message : String(err), retryInMs: Math.round(wait) }, 'discovery failed');
-        await new Promise((r) => setTimeout(r, wait));
+        await sleep(wait, this.#abort.signal);
       }
     }
-    if (this.#stopped) return;
+    this.#waiting.delete(name);
+    this.#discovering.delete(spec);
+    if (this.#abort.signal.aborted) return;
+    this.#run(info);
+  }
+
+  /** Starts caching a resource; false when it cannot be cached as configured. */
+  #run(info: ResourceInfo): boolean {
     const name = resourceName(info);
     const options = this.#resourceOptions[name] ?? {};
     let selection: Selection | undefined;
     try {
       selection = resolveSelection(info, options);
     } catch (err) {
-      this.#failed.set(spec, (err as Error).message);
-      this.#logger.error({ resource: spec, err: (err as Error).message }, 'cannot cache resource');
-      return;
+      this.#failed.set(name, (err as Error).message);
+      this.#logger.error({ resource: name, err: (err as Error).message }, 'cannot cache resource');
+      return false;
     }
+    this.#failed.delete(name);
     const fieldIndexes = [...new Set([...(info.group === '' ? (DEFAULT_FIELD_INDEXES[info.resource] ?? []) : []), ...(options.indexes ?? [])])];
     const store = new Store({ fieldIndexes });
     const reflector = new Reflector({
@@ -159,18 +227,80 @@ export class Cache {
     });
     this.#metrics.observe(name, store, watchers);
     reflector.start();
+    return true;
   }
 
-  /** Why each resource is not synced yet, for /readyz; empty when all are. */
+  /**
+   * Stops caching a resource, as the apiserver tears down a custom resource's storage: requests are
+   * the apiserver's to answer from now on, and watches served from this cache end (their clients
+   * watch again, through Levee to the apiserver or to the resource's new cache).
+   */
+  #drop(r: CachedResource): void {
+    this.#byGroupResource.delete(`${r.info.group}/${r.info.resource}`);
+    r.watchers.endAll();
+    this.#metrics.forget(r.name);
+    const stopped = r.reflector.stop().finally(() => this.#stopping.delete(stopped));
+    this.#stopping.add(stopped);
+  }
+
+  /** After any change of the CRDs: start, restart or drop each custom resource to match them. */
+  #followDefinitions(): void {
+    const defs = this.#definitions;
+    if (!defs || this.#abort.signal.aborted) return;
+    const names = new Set([...this.#custom.keys(), ...this.#customRunning.keys()]);
+    for (const def of defs.all()) if (this.#patterns.some((p) => matchesPattern(p, def.group, def.plural))) names.add(def.name);
+    for (const name of names) {
+      const def = defs.get(name);
+      const wanted = this.#custom.has(name) || (def !== undefined && this.#patterns.some((p) => matchesPattern(p, def.group, def.plural)));
+      const running = this.#customRunning.has(name) ? this.#byCrdName(name) : undefined;
+      if (!wanted) {
+        if (running) this.#stopCustom(name, running, 'no longer matched');
+        this.#waiting.delete(name);
+        continue;
+      }
+      const resolved = resolveDefinition(name, def, this.#custom.get(name) ?? '');
+      if ('waiting' in resolved) {
+        if (running) this.#stopCustom(name, running, resolved.waiting);
+        this.#waiting.set(name, resolved.waiting);
+        this.#failed.delete(name);
+        continue;
+      }
+      this.#waiting.delete(name);
+      if (running && this.#customRunning.get(name) === resolved.signature) continue;
+      if (running) this.#stopCustom(name, running, 'its CustomResourceDefinition changed');
+      this.#logger.info({ resource: name, version: resolved.info.version, selectableFields: [...(resolved.info.selectableFields?.selectable ?? [])] }, running ? 'caching custom resource anew' : 'caching custom resource');
+      if (this.#run(resolved.info)) this.#customRunning.set(name, resolved.signature);
+    }
+    this.#checkReady();
+  }
+
+  #byCrdName(name: string): CachedResource | undefined {
+    const dot = name.indexOf('.');
+    return this.#byGroupResource.get(`${name.slice(dot + 1)}/${name.slice(0, dot)}`);
+  }
+
+  #stopCustom(name: string, r: CachedResource, why: string): void {
+    this.#logger.info({ resource: name, why }, 'stopped caching custom resource');
+    this.#customRunning.delete(name);
+    this.#drop(r);
+  }
+
+  /** Why each configured resource is not answered from memory, for /debug/levee/cache; empty when all are. */
   unsynced(): string[] {
     const out = [...this.#failed].map(([spec, why]) => `${spec}: ${why}`);
-    const started = new Set(this.resources.map((r) => r.name));
-    for (const spec of this.#specs) {
-      const p = parseResourceSpec(spec);
-      if (!started.has(resourceName(p)) && !this.#failed.has(spec)) out.push(`${spec}: not discovered yet`);
+    for (const [name, why] of this.#waiting) out.push(`${name}: ${why}`);
+    for (const spec of this.#discovering) out.push(`${spec}: not discovered yet`);
+    if (this.#definitions && !this.#definitions.synced) {
+      out.push(`${DEFINITIONS_NAME}: not synced yet (needed to find the custom resources to cache)`);
+      for (const name of this.#custom.keys()) out.push(`${name}: not discovered yet`);
     }
     for (const r of this.resources) if (!r.store.synced) out.push(`${r.name}: not synced yet`);
     return out;
+  }
+
+  /** The configured resources that do not exist now. */
+  waiting(): string[] {
+    return [...this.#waiting.keys()].sort();
   }
 
   #consistentReads(name: string): ConsistentReads {
@@ -185,8 +315,22 @@ export class Cache {
     return [...this.#byGroupResource.values()];
   }
 
+  /**
+   * Ready: every configured resource that exists has been listed (see the top of this file). Once
+   * true it stays true: resources that come, change or go later do not take Levee out of service.
+   */
   get synced(): boolean {
-    return this.unsynced().length === 0;
+    this.#checkReady();
+    return this.#ready;
+  }
+
+  #everythingListed(): boolean {
+    return (
+      this.#failed.size === 0 &&
+      this.#discovering.size === 0 &&
+      (this.#definitions?.synced ?? true) &&
+      this.resources.every((r) => r.store.synced)
+    );
   }
 
   /** Ends every watch served from the cache, and any begun from now on (shutdown). */
@@ -196,22 +340,35 @@ export class Cache {
   }
 
   async stop(): Promise<void> {
-    this.#stopped = true;
-    await Promise.all(this.resources.map((r) => r.reflector.stop()));
+    this.#abort.abort();
+    await Promise.all([...this.resources.map((r) => r.reflector.stop()), this.#definitions?.stop(), ...this.#stopping]);
   }
 }
 
 /** The upstream selection of a resource, checked against what the apiserver lets it select. */
 function resolveSelection(info: ResourceInfo, options: ResourceOptions): Selection | undefined {
   const name = resourceName(info);
+  const selectable = fieldsOfResource(info);
   for (const field of options.indexes ?? []) {
-    const known = selectableFields(info.group, info.resource);
-    if (!known?.has(field)) throw new Error(`${name}: cannot index "${field}": not a field selector of this resource`);
+    if (!selectable?.selectable.has(field)) throw new Error(`${name}: cannot index "${field}": not a field selector of this resource`);
   }
   if (!options.fieldSelector && !options.labelSelector) return undefined;
   const labels = parseLabelSelector(options.labelSelector ?? '');
   const parsed = parseFieldSelector(options.fieldSelector ?? '');
-  const fields = normalizeFieldSelector(info.group, info.resource, parsed);
+  const fields = convertFieldSelector(selectable, parsed);
   if (!fields) throw new Error(`${name}: field selector "${options.fieldSelector}" uses a field this resource cannot select by`);
   return { labels, fields, labelSelector: options.labelSelector ?? '', fieldSelector: options.fieldSelector ?? '' };
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
 }

@@ -1,16 +1,10 @@
-// Which resources Levee caches and what the apiserver says about them. A resource is named as
-// kubectl names it: "pods", "endpointslices.discovery.k8s.io", or with a version
-// "apps/v1/deployments". Discovery supplies the version (the group's preferred one), the kind and
-// the scope, for built-in resources and CRDs alike.
+// What the apiserver says about a cached resource: for a built-in one, discovery supplies the
+// version (the group's preferred one unless the name pins it), the kind and the scope; a custom
+// resource's come from its CustomResourceDefinition (cache/definitions.ts).
 import { getJson, UpstreamStatusError } from '../upstream/client.ts';
 import type { UpstreamPools } from '../upstream/pools.ts';
-
-export interface ResourceSpec {
-  group: string;
-  /** Empty: the group's preferred version. */
-  version: string;
-  resource: string;
-}
+import { builtinFields, type SelectableFields } from '../selectors/selectable.ts';
+import type { ResourceSpec } from './names.ts';
 
 export interface ResourceInfo {
   group: string;
@@ -20,33 +14,34 @@ export interface ResourceInfo {
   namespaced: boolean;
   /** "/api/v1" or "/apis/apps/v1". */
   prefix: string;
+  /**
+   * A custom resource's field selectors at this version, from its CRD. Built-in resources leave it
+   * out: their field selectors are the apiserver's code (selectors/selectable.ts).
+   */
+  selectableFields?: SelectableFields | undefined;
+  /**
+   * A custom resource's list kind (its CRD's accepted listKind). Its lists are unstructured: the
+   * apiserver writes their keys sorted (apiVersion, items, kind, metadata).
+   */
+  listKind?: string | undefined;
+}
+
+/** The field selectors of a cached resource: its CRD's, or the built-in table's. */
+export function fieldsOfResource(info: ResourceInfo): SelectableFields | undefined {
+  return info.selectableFields ?? builtinFields(info.group, info.resource);
 }
 
 export const DEFAULT_RESOURCES = ['pods', 'nodes', 'namespaces', 'services', 'endpointslices.discovery.k8s.io', 'configmaps'];
-
-export function parseResourceSpec(spec: string): ResourceSpec {
-  const s = spec.trim();
-  if (s.includes('/')) {
-    const parts = s.split('/');
-    if (parts.length === 2) return { group: '', version: parts[0]!, resource: parts[1]! };
-    if (parts.length === 3) return { group: parts[0]!, version: parts[1]!, resource: parts[2]! };
-    throw new Error(`resource "${spec}": want resource[.group] or [group/]version/resource`);
-  }
-  const dot = s.indexOf('.');
-  if (dot === -1) return { group: '', version: '', resource: s };
-  return { group: s.slice(dot + 1), version: '', resource: s.slice(0, dot) };
-}
-
-export function resourceName(r: { group: string; resource: string }): string {
-  return r.group === '' ? r.resource : `${r.resource}.${r.group}`;
-}
 
 interface APIResourceList {
   resources: Array<{ name: string; kind: string; namespaced: boolean; verbs: string[] }>;
 }
 
-/** The apiserver does not serve this resource, or not with list and watch: retrying will not help. */
-export class UnknownResourceError extends Error {}
+/** The apiserver does not serve this resource (its group, version or name is unknown): it may later. */
+export class NotServedError extends Error {}
+
+/** The apiserver serves this resource, but not with list and watch: retrying will not help. */
+export class NotCacheableError extends Error {}
 
 export async function discover(pools: UpstreamPools, spec: ResourceSpec): Promise<ResourceInfo> {
   let version = spec.version;
@@ -57,7 +52,7 @@ export async function discover(pools: UpstreamPools, spec: ResourceSpec): Promis
       try {
         group = await getJson<{ preferredVersion?: { version: string } }>(pools, `/apis/${spec.group}`);
       } catch (err) {
-        if (err instanceof UpstreamStatusError && err.code === 404) throw new UnknownResourceError(`${resourceName(spec)}: no API group ${spec.group}`);
+        if (err instanceof UpstreamStatusError && err.code === 404) throw new NotServedError(`no API group ${spec.group}`);
         throw err;
       }
       if (!group.preferredVersion) throw new Error(`group ${spec.group} has no preferred version`);
@@ -69,13 +64,13 @@ export async function discover(pools: UpstreamPools, spec: ResourceSpec): Promis
   try {
     list = await getJson<APIResourceList>(pools, prefix);
   } catch (err) {
-    if (err instanceof UpstreamStatusError && err.code === 404) throw new UnknownResourceError(`${resourceName(spec)}: no API ${prefix}`);
+    if (err instanceof UpstreamStatusError && err.code === 404) throw new NotServedError(`no API ${prefix}`);
     throw err;
   }
   const r = list.resources.find((x) => x.name === spec.resource);
-  if (!r) throw new UnknownResourceError(`${resourceName(spec)}: no such resource in ${prefix}`);
+  if (!r) throw new NotServedError(`no such resource in ${prefix}`);
   for (const verb of ['list', 'watch', 'get']) {
-    if (!r.verbs.includes(verb)) throw new UnknownResourceError(`${resourceName(spec)}: the apiserver does not allow ${verb}, so it cannot be cached`);
+    if (!r.verbs.includes(verb)) throw new NotCacheableError(`the apiserver does not allow ${verb}, so it cannot be cached`);
   }
   return { group: spec.group, version, resource: spec.resource, kind: r.kind, namespaced: r.namespaced, prefix };
 }

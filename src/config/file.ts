@@ -11,6 +11,7 @@ import { parseLabelSelector } from '../selectors/labels.ts';
 import { parseDuration } from './duration.ts';
 import type { Rule } from './rules.ts';
 import type { Options } from './options.ts';
+import { isPattern, resourceNameProblem } from '../cache/names.ts';
 
 export const CONFIG_API_VERSION = 'levee.dev/v1alpha1';
 export const CONFIG_KIND = 'Configuration';
@@ -34,6 +35,11 @@ const selector = (parse: (s: string) => unknown) =>
 const seats = z.number().int().min(0);
 const consistentReads = z.enum(['verify', 'cache', 'forward']);
 const names = z.array(z.string().min(1)).optional();
+// A --cache entry: a resource as kubectl names it, or a pattern over custom resources.
+const resourceName = z.string().min(1).superRefine((v, ctx) => {
+  const problem = resourceNameProblem(v);
+  if (problem) ctx.addIssue({ code: 'custom', message: problem });
+});
 
 const limits = {
   maxRequestsInflight: seats.optional(),
@@ -94,14 +100,19 @@ export const configSchema = z.strictObject({
       resources: z
         .array(
           z.union([
-            z.string().min(1),
-            z.strictObject({
-              name: z.string().min(1),
-              fieldSelector: selector(parseFieldSelector).optional(),
-              labelSelector: selector(parseLabelSelector).optional(),
-              indexes: z.array(z.string().min(1)).optional(),
-              consistentReads: consistentReads.optional(),
-            }),
+            resourceName,
+            z
+              .strictObject({
+                name: resourceName,
+                fieldSelector: selector(parseFieldSelector).optional(),
+                labelSelector: selector(parseLabelSelector).optional(),
+                indexes: z.array(z.string().min(1)).optional(),
+                consistentReads: consistentReads.optional(),
+              })
+              .refine(
+                (r) => !isPattern(r.name) || Object.keys(r).length === 1,
+                'a pattern takes no fieldSelector, labelSelector, indexes or consistentReads: they are given per resource',
+              ),
           ]),
         )
         .optional(),

@@ -13,6 +13,7 @@ export interface FlowLimitsInput {
   queueLength: number;
 }
 import { DEFAULT_RESOURCES } from '../cache/resources.ts';
+import { isPattern, resourceNameProblem } from '../cache/names.ts';
 import type { ConsistentReadPolicy, ResourceOptions } from '../cache/cache.ts';
 import { parseFieldSelector } from '../selectors/fields.ts';
 import { parseLabelSelector } from '../selectors/labels.ts';
@@ -98,7 +99,10 @@ Options:
                              how often a watch answered from the cache is authorized again, ended when
                              access is gone; 0 never (default: 1m)
   --cache LIST               resources answered from memory, comma-separated as kubectl names them
-                             (pods, endpointslices.discovery.k8s.io, apps/v1/deployments; "" for none)
+                             (pods, endpointslices.discovery.k8s.io, apps/v1/deployments; "" for none);
+                             custom resources once their CRD exists (widgets.example.com), or by pattern:
+                             *.example.com (a group), *.*.example.com (every group below a domain),
+                             widgets.* (a resource of every group), *.* (every custom resource)
                              (default: ${DEFAULT_RESOURCES.join(',')})
   --consistent-reads POLICY  reads without resourceVersion on cached resources: verify (default: from
                              cache once proven as new as the apiserver, else forwarded), cache (like
@@ -293,8 +297,8 @@ function parseArgv(argv: string[]): Options | 'help' {
     logLevel: values['log-level'] as LevelWithSilent,
     shutdownGraceMs: duration('shutdown-grace-period'),
     shutdownDelayMs: duration('shutdown-delay-duration'),
-    cache: values.cache.split(',').map((r) => r.trim()).filter((r) => r !== ''),
-    consistentReads: parseConsistentReads(values['consistent-reads']),
+    cache: parseCacheList(values.cache),
+    consistentReads: perResource('--consistent-reads', parseConsistentReads(values['consistent-reads'])),
     rules: (values['consistent-reads-for'] ?? []).map((v) => {
       try {
         return parseConsistentReadsFor(v);
@@ -306,6 +310,24 @@ function parseArgv(argv: string[]): Options | 'help' {
     discoveryTtlMs: duration('discovery-cache-ttl'),
     coalesceMaxBytes: count('coalesce-max-bytes', 4194304),
   };
+}
+
+/** --cache: names and patterns, each checked (a malformed one is a usage error, not a silent miss). */
+export function parseCacheList(value: string): string[] {
+  const names = value.split(',').map((r) => r.trim()).filter((r) => r !== '');
+  for (const name of names) {
+    const problem = resourceNameProblem(name);
+    if (problem) throw new UsageError(`--cache: ${problem}`);
+  }
+  return names;
+}
+
+/** A consistent-read policy names resources one by one: a pattern there would match nothing. */
+function perResource(flag: string, policy: ConsistentReadPolicy): ConsistentReadPolicy {
+  for (const name of Object.keys(policy.byResource)) {
+    if (isPattern(name)) throw new UsageError(`${flag}: "${name}": a policy is given per resource, not per pattern`);
+  }
+  return policy;
 }
 
 const CONSISTENT_READS: readonly ConsistentReads[] = ['verify', 'cache', 'forward'];
@@ -356,6 +378,9 @@ export function parseResourceOptions(fieldSelectors: string[], labelSelectors: s
   for (const v of indexes) {
     const [name, field] = nameAndValue('--cache-index', v);
     (of(name).indexes ??= []).push(field.trim());
+  }
+  for (const name of Object.keys(out)) {
+    if (isPattern(name)) throw new UsageError(`"${name}": selectors and indexes are given per resource, not per pattern`);
   }
   return out;
 }

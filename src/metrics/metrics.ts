@@ -257,7 +257,9 @@ export class CacheMetrics {
       help: 'Objects held in the cache, by resource.',
       labelNames: ['resource'],
       registers: [registry],
+      // Reset first: a resource no longer cached (its CRD deleted) must leave no series behind.
       collect() {
+        this.reset();
         for (const [resource, store] of stores) this.set({ resource }, store.size);
       },
     });
@@ -267,6 +269,7 @@ export class CacheMetrics {
       labelNames: ['resource'],
       registers: [registry],
       collect() {
+        this.reset();
         for (const [resource, store] of stores) this.set({ resource }, store.bytes);
       },
     });
@@ -276,6 +279,7 @@ export class CacheMetrics {
       labelNames: ['resource'],
       registers: [registry],
       collect() {
+        this.reset();
         for (const [resource, store] of stores) this.set({ resource }, store.resourceVersion);
       },
     });
@@ -299,6 +303,7 @@ export class CacheMetrics {
       labelNames: ['resource'],
       registers: [registry],
       collect() {
+        this.reset();
         for (const [resource, w] of watchers) this.set({ resource }, w.size);
       },
     });
@@ -334,11 +339,19 @@ export class CacheMetrics {
 
   observe(resource: string, store: Store, watchers?: { readonly size: number }): void {
     this.#stores.set(resource, store);
-    const counts = { ADDED: 0, MODIFIED: 0, DELETED: 0 };
+    // A resource cached anew (its CRD changed version) keeps counting where it was.
+    const counts = this.#events.get(resource) ?? { ADDED: 0, MODIFIED: 0, DELETED: 0 };
     this.#events.set(resource, counts);
     // Only events from the upstream watch: a relist's differences are counted as a list.
     store.listen({ event: (e) => void counts[e.type]++, replaced: () => undefined, progressed: () => undefined });
     if (watchers) this.#watchers.set(resource, watchers);
+  }
+
+  /** The resource is no longer cached (its CRD was deleted): its series end. */
+  forget(resource: string): void {
+    this.#stores.delete(resource);
+    this.#events.delete(resource);
+    this.#watchers.delete(resource);
   }
 
   relisted(resource: string, _objects: number, _bytes: number, seconds: number): void {

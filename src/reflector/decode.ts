@@ -1,7 +1,7 @@
 // Turns an object's bytes into a CachedObject: one JSON.parse to read what serving needs (key,
 // resourceVersion, labels, selectable fields); the bytes themselves are kept as they came.
-import type { ResourceInfo } from '../cache/resources.ts';
-import { fieldsOf } from '../selectors/selectable.ts';
+import { fieldsOfResource, type ResourceInfo } from '../cache/resources.ts';
+import { fieldSet } from '../selectors/selectable.ts';
 import { objectKey, parseResourceVersion, toItem, typeMetaPrefix, type CachedObject } from '../store/object.ts';
 
 interface ObjectMeta {
@@ -10,10 +10,15 @@ interface ObjectMeta {
 
 export type Decoder = (raw: Buffer) => CachedObject;
 
-export function decoder(info: ResourceInfo): Decoder {
+/**
+ * `transform` turns an object's bytes into what is kept of it, for a store no client reads (the
+ * CustomResourceDefinitions Levee follows keep a summary, not their schemas).
+ */
+export function decoder(info: ResourceInfo, transform?: (raw: Buffer) => Buffer): Decoder {
   const prefix = typeMetaPrefix({ kind: info.kind, apiVersion: info.group === '' ? info.version : `${info.group}/${info.version}` });
+  const selectable = fieldsOfResource(info);
   return (raw) => {
-    const { item, typed } = toItem(raw, prefix);
+    const { item, typed } = toItem(transform ? transform(raw) : raw, prefix);
     const obj = JSON.parse(item.toString('utf8')) as ObjectMeta;
     const meta = obj.metadata ?? {};
     const name = meta.name ?? '';
@@ -28,7 +33,7 @@ export function decoder(info: ResourceInfo): Decoder {
       name,
       resourceVersion,
       labels: meta.labels ?? {},
-      fields: fieldsOf(info.group, info.resource, obj),
+      fields: fieldSet(selectable, obj, item),
       item,
       typed,
     };

@@ -47,6 +47,8 @@ export interface ReflectorOptions {
   watchListIdleMs?: number;
   /** How often a sync in progress is logged (default 5 s). */
   progressIntervalMs?: number;
+  /** What of each object the store keeps, when not its bytes as received (see decoder). */
+  transform?: ((raw: Buffer) => Buffer) | undefined;
 }
 
 /** The window is gone: the only way on is a fresh list. */
@@ -74,7 +76,7 @@ export class Reflector {
 
   constructor(opts: ReflectorOptions) {
     this.#o = opts;
-    this.#decode = decoder(opts.info);
+    this.#decode = decoder(opts.info, opts.transform);
     this.#log = opts.logger.child({ resource: `${opts.info.resource}${opts.info.group ? `.${opts.info.group}` : ''}` });
   }
 

@@ -18,18 +18,20 @@
 //   "field label \"<label>\" not supported for Job"      (batch/v1 jobs)
 //   "\"<label>\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
 //                                                        (every resource without a conversion func)
+//   "field label not supported: <label>"                 (custom resources: selectors/customresource.ts)
 // Callers forward such requests so the apiserver produces that answer itself.
 import { FieldSelector } from './fields.ts';
 
 type Json = unknown;
-type Extract = (obj: Json) => Record<string, string>;
+/** The fields beyond metadata.name and metadata.namespace; `item` is the object's JSON as received. */
+export type Extract = (obj: Json, item?: Buffer) => Record<string, string>;
 
-interface ResourceSpec {
+/** What one resource (at one version) lets a field selector use, and how its field set is built. */
+export interface SelectableFields {
   // Label accepted in a request -> field it selects in the field set.
   readonly labels: ReadonlyMap<string, string>;
   readonly selectable: ReadonlySet<string>;
-  // Fields beyond metadata.name and metadata.namespace.
-  readonly extract?: Extract;
+  readonly extract?: Extract | undefined;
 }
 
 function get(obj: Json, ...path: string[]): Json {
@@ -58,7 +60,7 @@ function bool(obj: Json, ...path: string[]): string {
   return get(obj, ...path) === true ? 'true' : 'false';
 }
 
-function spec(labels: readonly string[], extract?: Extract, aliases: Record<string, string> = {}): ResourceSpec {
+function spec(labels: readonly string[], extract?: Extract, aliases: Record<string, string> = {}): SelectableFields {
   const map = new Map<string, string>(labels.map((l) => [l, l]));
   for (const [alias, field] of Object.entries(aliases)) map.set(alias, field);
   return { labels: map, selectable: new Set(map.keys()), extract };
@@ -170,7 +172,7 @@ const builtin: Readonly<Record<string, readonly string[]>> = {
   'storagemigration.k8s.io': ['storageversionmigrations'],
 };
 
-const special: ReadonlyMap<string, ResourceSpec> = new Map<string, ResourceSpec>([
+const special: ReadonlyMap<string, SelectableFields> = new Map<string, SelectableFields>([
   ['/pods', pods],
   // Node and Namespace conversions do not accept metadata.namespace.
   ['/nodes', spec([name, 'spec.unschedulable'], (node) => ({ 'spec.unschedulable': bool(node, 'spec', 'unschedulable') }))],
@@ -215,7 +217,11 @@ const special: ReadonlyMap<string, ResourceSpec> = new Map<string, ResourceSpec>
   ['events.k8s.io/events', spec([...meta, 'reason', 'type'], eventsV1Fields, eventsV1Aliases)],
 ]);
 
-function lookup(group: string, resource: string): ResourceSpec | undefined {
+/**
+ * The field labels and field set of a built-in resource; undefined for anything else (custom
+ * resources, whose fields come from their CustomResourceDefinition, and aggregated APIs).
+ */
+export function builtinFields(group: string, resource: string): SelectableFields | undefined {
   const found = special.get(`${group}/${resource}`);
   if (found !== undefined) return found;
   return builtin[group]?.includes(resource) ? defaultSpec : undefined;
@@ -224,19 +230,23 @@ function lookup(group: string, resource: string): ResourceSpec | undefined {
 // The field labels a LIST or WATCH of this resource may use, aliases included; undefined for a
 // resource not known here (custom resources, aggregated APIs), which callers forward.
 export function selectableFields(group: string, resource: string): ReadonlySet<string> | undefined {
-  return lookup(group, resource)?.selectable;
+  return builtinFields(group, resource)?.selectable;
 }
 
 // The field a request label selects (spec.host -> spec.nodeName, regarding.kind ->
 // involvedObject.kind), or undefined when the apiserver would reject the label.
 export function normalizeFieldLabel(group: string, resource: string, label: string): string | undefined {
-  return lookup(group, resource)?.labels.get(label);
+  return builtinFields(group, resource)?.labels.get(label);
 }
 
 // The apiserver's Transform of a parsed field selector through the conversion func: every term
 // renamed to the field it selects, or undefined if any label is rejected (or the resource unknown).
 export function normalizeFieldSelector(group: string, resource: string, selector: FieldSelector): FieldSelector | undefined {
-  const found = lookup(group, resource);
+  return convertFieldSelector(builtinFields(group, resource), selector);
+}
+
+/** normalizeFieldSelector for a resource's own SelectableFields (a custom resource's, from its CRD). */
+export function convertFieldSelector(found: SelectableFields | undefined, selector: FieldSelector): FieldSelector | undefined {
   if (found === undefined) return undefined;
   if (selector.terms.some((t) => !found.labels.has(t.field))) return undefined;
   return selector.transform((field, value) => [found.labels.get(field) ?? field, value]);
@@ -246,10 +256,15 @@ export function normalizeFieldSelector(group: string, resource: string, selector
 // always present, "" for cluster-scoped objects, which matches as the apiserver's missing field.
 // An unknown resource gets the metadata fields only.
 export function fieldsOf(group: string, resource: string, obj: Json): Record<string, string> {
+  return fieldSet(builtinFields(group, resource), obj);
+}
+
+/** fieldsOf for a resource's own SelectableFields; `item` is the object's JSON, for exact numbers. */
+export function fieldSet(found: SelectableFields | undefined, obj: Json, item?: Buffer): Record<string, string> {
   const fields: Record<string, string> = {
     [name]: str(obj, 'metadata', 'name'),
     [namespace]: str(obj, 'metadata', 'namespace'),
   };
-  const extract = lookup(group, resource)?.extract;
-  return extract === undefined ? fields : Object.assign(fields, extract(obj));
+  const extract = found?.extract;
+  return extract === undefined ? fields : Object.assign(fields, extract(obj, item));
 }

@@ -355,6 +355,8 @@ export function createHandlers(deps: ChainDeps): Handlers {
       consistentReads,
       selection: cached?.selection,
       watchList: cached?.reflector.watchListSupported ?? false,
+      version: cached?.info.version,
+      selectableFields: cached?.info.selectableFields,
     });
     let reason: ForwardReason | 'undecided' | 'window' = decision.source === 'upstream' ? decision.reason : 'window';
     if (decision.source === 'cache' && cached) {

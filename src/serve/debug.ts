@@ -39,6 +39,8 @@ export interface CacheState {
   resources: ResourceState[];
   /** Resources not answered from memory yet, and why. */
   unsynced: string[];
+  /** Configured resources that do not exist now (a CRD not created yet, or deleted): they do not hold readiness. */
+  waiting: string[];
 }
 
 export function resourceState(r: CachedResource, now = Date.now()): ResourceState {
@@ -71,10 +73,11 @@ export function resourceState(r: CachedResource, now = Date.now()): ResourceStat
 }
 
 export function cacheState(cache: Cache | undefined): CacheState {
-  if (!cache) return { resources: [], unsynced: [] };
+  if (!cache) return { resources: [], unsynced: [], waiting: [] };
   return {
     resources: cache.resources.map((r) => resourceState(r)).sort((a, b) => a.resource.localeCompare(b.resource)),
     unsynced: cache.unsynced(),
+    waiting: cache.waiting(),
   };
 }
 

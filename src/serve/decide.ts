@@ -4,7 +4,7 @@
 // invalid input whose error text is the apiserver's to give) goes upstream.
 import { parseFieldSelector, type FieldSelector } from '../selectors/fields.ts';
 import { parseLabelSelector, type LabelSelector } from '../selectors/labels.ts';
-import { normalizeFieldSelector } from '../selectors/selectable.ts';
+import { builtinFields, convertFieldSelector, type SelectableFields } from '../selectors/selectable.ts';
 import { parseResourceVersion } from '../store/object.ts';
 import { decodeContinue, type ContinueToken } from './continuetoken.ts';
 import { queryBool, type RequestInfo } from './requestinfo.ts';
@@ -46,7 +46,9 @@ export type ForwardReason =
   | 'consistent-read'
   | 'impersonation'
   | 'outside-selection'
-  | 'watch-initial-state';
+  | 'watch-initial-state'
+  // A version of the resource other than the one cached: the apiserver converts, Levee does not.
+  | 'version';
 
 export interface ReadRequest {
   info: RequestInfo;
@@ -74,6 +76,18 @@ export interface CacheState {
   watchList?: boolean;
   /** Set when the cache holds only the part of the resource an upstream selector picks. */
   selection?: Selection | undefined;
+  /** The version the cache holds; a request for another one is the apiserver's. Unset: not checked. */
+  version?: string | undefined;
+  /**
+   * The field selectors of the cached resource at that version: a custom resource's, from its CRD.
+   * Unset: the built-in resource's (selectors/selectable.ts), or none, and the request is forwarded.
+   */
+  selectableFields?: SelectableFields | undefined;
+}
+
+/** A field selector as the apiserver's field label conversion leaves it; undefined when it refuses a label. */
+function convertFields(info: RequestInfo, state: CacheState, selector: FieldSelector): FieldSelector | undefined {
+  return convertFieldSelector(state.selectableFields ?? builtinFields(info.apiGroup, info.resource), selector);
 }
 
 export type ConsistentReads = 'verify' | 'cache' | 'forward';
@@ -120,6 +134,7 @@ export function decideRead(r: ReadRequest, state: CacheState): Decision {
   const namespace = info.apiGroup === '' && info.resource === 'namespaces' ? '' : info.namespace;
   if (!info.isResourceRequest || (info.verb !== 'get' && info.verb !== 'list') || info.subresource !== '') return forward('not-a-read');
   if (!state.cached) return forward('not-cached');
+  if (state.version !== undefined && info.apiVersion !== state.version) return forward('version');
   if (!state.synced) return forward('not-synced');
   // A namespaced object read without its namespace, or a cluster-scoped one with one: the
   // apiserver's 404 is the answer.
@@ -138,7 +153,7 @@ export function decideRead(r: ReadRequest, state: CacheState): Decision {
   try {
     labels = parseLabelSelector(query.get('labelSelector') ?? '');
     const parsed = parseFieldSelector(query.get('fieldSelector') ?? '');
-    const normalized = normalizeFieldSelector(info.apiGroup, info.resource, parsed);
+    const normalized = convertFields(info, state, parsed);
     if (!normalized) return forward('invalid');
     fields = normalized;
   } catch {
@@ -231,6 +246,7 @@ export function decideWatch(r: ReadRequest, state: CacheState): WatchDecision {
   const { info, query } = r;
   if (!info.isResourceRequest || info.verb !== 'watch' || info.subresource !== '') return forward('not-a-read');
   if (!state.cached) return forward('not-cached');
+  if (state.version !== undefined && info.apiVersion !== state.version) return forward('version');
   if (!state.synced) return forward('not-synced');
   if (r.impersonating) return forward('impersonation');
   if (!acceptsPlainJson(r.accept)) return forward('media-type');
@@ -242,7 +258,7 @@ export function decideWatch(r: ReadRequest, state: CacheState): WatchDecision {
   let fields: FieldSelector;
   try {
     labels = parseLabelSelector(query.get('labelSelector') ?? '');
-    const normalized = normalizeFieldSelector(info.apiGroup, info.resource, parseFieldSelector(query.get('fieldSelector') ?? ''));
+    const normalized = convertFields(info, state, parseFieldSelector(query.get('fieldSelector') ?? ''));
     if (!normalized) return forward('invalid');
     fields = normalized;
   } catch {

@@ -1,7 +1,8 @@
 // /livez and /readyz in the apiserver's format: "ok", or with ?verbose one line per check.
 // Levee answers these itself: they describe this gateway, not the apiserver behind it.
 
-export type Check = () => boolean;
+/** A check's verdict, with a note for ?verbose when it passes with something worth knowing. */
+export type Check = () => boolean | { ok: boolean; note?: string | undefined };
 
 export class Health {
   readonly #readyChecks = new Map<string, Check>();
@@ -19,19 +20,21 @@ export class Health {
     const lines = ['[+]ping ok'];
     let failed = false;
     for (const [name, check] of this.#readyChecks) {
-      const ok = safe(check);
+      const { ok, note } = safe(check);
       failed ||= !ok;
-      lines.push(ok ? `[+]${name} ok` : `[-]${name} failed: reason withheld`);
+      // As the apiserver, a failure's reason is withheld: /readyz answers anyone.
+      lines.push(ok ? `[+]${name} ok${note ? ` (${note})` : ''}` : `[-]${name} failed: reason withheld`);
     }
     if (failed) return { code: 500, body: `${lines.join('\n')}\nreadyz check failed\n` };
     return { code: 200, body: verbose ? `${lines.join('\n')}\nreadyz check passed\n` : 'ok' };
   }
 }
 
-function safe(check: Check): boolean {
+function safe(check: Check): { ok: boolean; note?: string | undefined } {
   try {
-    return check();
+    const r = check();
+    return typeof r === 'boolean' ? { ok: r } : r;
   } catch {
-    return false;
+    return { ok: false };
   }
 }

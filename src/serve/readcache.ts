@@ -96,20 +96,40 @@ export async function serveRead(
     result = listLive(store, query);
   }
 
-  const meta: string[] = [`"resourceVersion":${JSON.stringify(String(listRV))}`];
+  let cont: string | undefined;
   if (result.lastKey !== undefined) {
     const relative = plan.namespace === '' ? result.lastKey : result.lastKey.slice(plan.namespace.length + 1);
-    meta.push(`"continue":${JSON.stringify(encodeContinue(snapshot?.resourceVersion ?? listRV, relative))}`);
-    if (result.remaining !== undefined) meta.push(`"remainingItemCount":${result.remaining}`);
+    cont = encodeContinue(snapshot?.resourceVersion ?? listRV, relative);
   }
-  const head = `{"kind":${JSON.stringify(`${r.info.kind}List`)},"apiVersion":${JSON.stringify(apiVersion(r))},"metadata":{${meta.join(',')}},"items":[`;
-  const headBytes = Buffer.from(head);
+  const [headBytes, tailBytes] = envelope(r, String(listRV), cont, result.remaining);
   // The length is known before the first byte: a Content-Length spares HTTP/1.1 chunk framing.
-  let length = headBytes.length + TAIL.length + Math.max(0, result.items.length - 1);
+  let length = headBytes.length + tailBytes.length + Math.max(0, result.items.length - 1);
   for (const o of result.items) length += o.item.length;
   res.writeHead(200, { ...headers(requestId), ...extra, 'content-length': String(length) });
-  await writeItems(res, headBytes, result.items);
+  await writeItems(res, headBytes, result.items, tailBytes);
   return { code: 200 };
+}
+
+/**
+ * What a list's items go between. A typed list has TypeMeta and ListMeta first; a custom
+ * resource's list is unstructured, its keys sorted, and always carries `continue`.
+ */
+function envelope(r: CachedResource, resourceVersion: string, cont: string | undefined, remaining: number | undefined): [Buffer, Buffer] {
+  if (r.info.listKind !== undefined) {
+    const meta = [`"continue":${JSON.stringify(cont ?? '')}`];
+    if (cont !== undefined && remaining !== undefined) meta.push(`"remainingItemCount":${remaining}`);
+    meta.push(`"resourceVersion":${JSON.stringify(resourceVersion)}`);
+    return [
+      Buffer.from(`{"apiVersion":${JSON.stringify(apiVersion(r))},"items":[`),
+      Buffer.from(`],"kind":${JSON.stringify(r.info.listKind)},"metadata":{${meta.join(',')}}}\n`),
+    ];
+  }
+  const meta: string[] = [`"resourceVersion":${JSON.stringify(resourceVersion)}`];
+  if (cont !== undefined) {
+    meta.push(`"continue":${JSON.stringify(cont)}`);
+    if (remaining !== undefined) meta.push(`"remainingItemCount":${remaining}`);
+  }
+  return [Buffer.from(`{"kind":${JSON.stringify(`${r.info.kind}List`)},"apiVersion":${JSON.stringify(apiVersion(r))},"metadata":{${meta.join(',')}},"items":[`), TAIL];
 }
 
 function serveGet(r: CachedResource, plan: ReadPlan, res: DownstreamResponse, responseHeaders: Record<string, string>): ServeResult {
@@ -148,7 +168,7 @@ export function objectBytes(r: CachedResource, o: CachedObject): Buffer[] {
   return [prefix, o.item.subarray(1)];
 }
 
-async function writeItems(res: DownstreamResponse, head: Buffer, items: readonly CachedObject[]): Promise<void> {
+async function writeItems(res: DownstreamResponse, head: Buffer, items: readonly CachedObject[], tail: Buffer): Promise<void> {
   let parts: Buffer[] = [head];
   let size = parts[0]!.length;
   for (let i = 0; i < items.length; i++) {
@@ -165,6 +185,6 @@ async function writeItems(res: DownstreamResponse, head: Buffer, items: readonly
       size = 0;
     }
   }
-  parts.push(TAIL);
+  parts.push(tail);
   res.end(Buffer.concat(parts));
 }
