@@ -23,6 +23,8 @@ function step(name: string, args: string[]): void {
 }
 
 step('lint', ['node_modules/eslint/bin/eslint.js', '.']);
+// Rooms import only the floors beneath them, and nothing imports in a circle (.dependency-cruiser.cjs).
+step('layers', ['node_modules/dependency-cruiser/bin/dependency-cruiser.mjs', 'src', '--config', '.dependency-cruiser.cjs']);
 step('typecheck', ['node_modules/typescript/bin/tsc', '--noEmit']);
 
 console.log('\n== test environment');

@@ -2,7 +2,8 @@
 // levee: parse options, find the upstream, start the gateway, drain and stop on SIGTERM/SIGINT.
 import { unwatchFile, watchFile, type Stats } from 'node:fs';
 import { createLogger, type Logger } from './log/logger.ts';
-import { ConfigError, printConfig } from './config/file.ts';
+import { ConfigError } from './config/file.ts';
+import { printConfig } from './config/print.ts';
 import { parseOptions, USAGE, UsageError } from './config/options.ts';
 import { loadUpstream, resolveUpstreamSource } from './upstream/credentials.ts';
 import { startGateway, type Gateway } from './gateway.ts';

@@ -2,9 +2,9 @@
 // Levee through here.
 import { Health } from './serve/health.ts';
 import { createHandlers } from './serve/chain.ts';
-import type { Rule } from './config/rules.ts';
+import type { Rule } from './flow/rules.ts';
 import { DEFAULT_QUEUE_LENGTH, DEFAULT_QUEUE_WAIT_MS, DEFAULT_SEATS, FlowController, limitsFrom, type FlowControlLimits } from './flow/flowcontrol.ts';
-import { isLoopback, listen, parseListenAddress, type Listener, type ShutdownResult } from './serve/listener.ts';
+import { isLoopback, listen, parseListenAddress, type Listener, type ShutdownResult } from './http/listener.ts';
 import { GatewayMetrics } from './metrics/metrics.ts';
 import type { Logger } from './log/logger.ts';
 import { UpstreamPools } from './upstream/pools.ts';
@@ -16,7 +16,7 @@ import { LocalRbac, RBAC_RESOURCES } from './auth/rbac.ts';
 import { ServiceAccountTokenVerifier } from './auth/satoken.ts';
 import { getJson } from './upstream/client.ts';
 import { Cache, type ConsistentReadPolicy, type ResourceOptions } from './cache/cache.ts';
-import { DiscoveryCache } from './discovery/cache.ts';
+import { DiscoveryCache } from './discovery/discovery.ts';
 import { ReadCoalescer } from './upstream/coalesce.ts';
 
 export interface GatewayConfig {
@@ -108,14 +108,14 @@ export async function startGateway(config: GatewayConfig): Promise<Gateway> {
     config.localRbac && cache
       ? new LocalRbac((spec) => {
           const dot = spec.indexOf('.');
-          return cache.lookup(spec.slice(dot + 1), spec.slice(0, dot));
+          return cache.lookup(spec.slice(dot + 1), spec.slice(0, dot))?.store;
         })
       : undefined;
   const serviceAccountTokens =
     config.localServiceAccountTokens && cache
       ? new ServiceAccountTokenVerifier({
           fetch: (path, accept) => getJson(pools, path, undefined, accept),
-          objects: (resource) => cache.lookup('', resource),
+          objects: (resource) => cache.lookup('', resource)?.store,
           onError: (err) => config.logger.warn({ err: err.message }, 'service-account token keys could not be fetched; tokens go to TokenReview'),
         })
       : undefined;

@@ -88,3 +88,8 @@ export function newTooManyRequests(message: string, retryAfterSeconds: number): 
 export function encodeStatus(s: Status): Buffer {
   return Buffer.from(JSON.stringify(s) + '\n');
 }
+
+/** API Priority and Fairness's rejection, word for word: what every 429 of Levee's says. */
+export function tooManyRequests(retryAfterSeconds = 1): Status {
+  return newTooManyRequests('Too many requests, please try again later.', retryAfterSeconds);
+}

@@ -4,10 +4,10 @@
 // unchanged and the apiserver authenticates it; only an answer from the cache needs the user, and
 // asks the TokenReviewer then.
 import type { TLSSocket } from 'node:tls';
-import type { DownstreamRequest } from '../serve/downstream.ts';
+import type { DownstreamRequest } from '../http/downstream.ts';
 import { bearerToken } from './tokenreview.ts';
 import { userFromCertificate } from './x509.ts';
-import type { UserInfo } from './user.ts';
+import type { UserInfo } from '../api/user.ts';
 
 /**
  * `delegate` (default): clients authenticate with certificates or tokens, every answer from the

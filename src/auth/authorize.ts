@@ -7,39 +7,10 @@ import type { Status } from '../api/types.ts';
 import { postJson } from '../upstream/client.ts';
 import type { UpstreamPools } from '../upstream/pools.ts';
 import { ReviewCache } from './reviewcache.ts';
-import { userKey, type UserInfo } from './user.ts';
+import { isResourceRequest, type Attributes } from '../api/attributes.ts';
+import { userKey, type UserInfo } from '../api/user.ts';
 import type { LocalRbac } from './rbac.ts';
 import type { ReviewLimiter } from './reviewlimit.ts';
-
-/** authorizer.Attributes of a resource request. */
-export interface ResourceAttributes {
-  verb: string;
-  group: string;
-  version?: string | undefined;
-  resource: string;
-  subresource?: string | undefined;
-  namespace: string;
-  name: string;
-  /**
-   * The request's fieldSelector and labelSelector as sent, for the verbs the apiserver authorizes
-   * with selectors (RequestInfo.fieldSelector, labelSelector); empty or absent for none. The Node
-   * authorizer allows a kubelet's list and watch of pods only with its own spec.nodeName.
-   */
-  fieldSelector?: string | undefined;
-  labelSelector?: string | undefined;
-}
-
-/** authorizer.Attributes of a request for a path that is not an API resource (/debug/levee/...). */
-export interface NonResourceAttributes {
-  verb: string;
-  path: string;
-}
-
-export type Attributes = ResourceAttributes | NonResourceAttributes;
-
-export function isResourceRequest(attrs: Attributes): attrs is ResourceAttributes {
-  return 'resource' in attrs;
-}
 
 export interface Decision {
   allowed: boolean;

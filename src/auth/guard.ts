@@ -1,19 +1,19 @@
 // The one place that turns a request's credential into what Levee may do with it: answer it from
 // the cache (after authorization), refuse it with the apiserver's own 401 or 403, or forward it
 // under the right identity.
-import { newInternalError, newUnauthorized } from '../api/status.ts';
+import { newInternalError, newUnauthorized, tooManyRequests } from '../api/status.ts';
 import type { Status } from '../api/types.ts';
 import { postJson } from '../upstream/client.ts';
 import type { UpstreamAuth } from '../upstream/connector.ts';
 import type { UpstreamPools } from '../upstream/pools.ts';
 import { credentialOf, type AuthenticationOptions, type Credential } from './authenticate.ts';
-import { forbidden, SubjectAccessReviewer, type Attributes, type AuthorizationOptions, type ResourceAttributes } from './authorize.ts';
+import { forbidden, SubjectAccessReviewer, type AuthorizationOptions } from './authorize.ts';
+import type { Attributes, ResourceAttributes } from '../api/attributes.ts';
 import { impersonationChecks, impersonationHeaders, ImpersonationError } from './impersonation.ts';
 import type { ServiceAccountTokenVerifier } from './satoken.ts';
 import { TokenReviewer, tokenKey, type TokenReviewOptions } from './tokenreview.ts';
 import { ReviewLimiter, ReviewRejectedError } from './reviewlimit.ts';
-import { tooManyRequests } from '../flow/flowcontrol.ts';
-import { anonymous, withAuthenticatedGroup, type UserInfo } from './user.ts';
+import { anonymous, withAuthenticatedGroup, type UserInfo } from '../api/user.ts';
 
 /** Whether a cached answer may be given, and to whom. */
 export type Admission =

@@ -3,8 +3,8 @@
 // and Impersonate-* headers naming the client's user. A client that asks to impersonate someone
 // itself is first checked as the apiserver's impersonation filter would check it, because the
 // apiserver will only see Levee's (broader) right to impersonate.
-import type { ResourceAttributes } from './authorize.ts';
-import { splitServiceAccount, type UserInfo } from './user.ts';
+import type { ResourceAttributes } from '../api/attributes.ts';
+import { splitServiceAccount, type UserInfo } from '../api/user.ts';
 
 const USER = 'impersonate-user';
 const UID = 'impersonate-uid';

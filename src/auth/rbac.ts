@@ -4,9 +4,9 @@
 // the apiserver allows it too (RBAC is one authorizer of a union), but when RBAC does not, another
 // authorizer (Node, a webhook) still may, so that answer is left to a SubjectAccessReview. With it,
 // thousands of agents with their own identities cost the apiserver no review per identity.
-import type { CachedResource } from '../cache/cache.ts';
-import type { ResourceAttributes } from './authorize.ts';
-import type { UserInfo } from './user.ts';
+import type { Store } from '../store/store.ts';
+import type { Attributes } from '../api/attributes.ts';
+import type { UserInfo } from '../api/user.ts';
 
 interface PolicyRule {
   verbs?: string[];
@@ -42,8 +42,6 @@ export const RBAC_RESOURCES = [
   'clusterrolebindings.rbac.authorization.k8s.io',
 ];
 
-export type NonResourceAttributes = { verb: string; path: string };
-
 interface RbacIndex {
   roles: Map<string, PolicyRule[]>;
   clusterRoles: Map<string, PolicyRule[]>;
@@ -52,17 +50,18 @@ interface RbacIndex {
 }
 
 export class LocalRbac {
-  readonly #lookup: (resource: string) => CachedResource | undefined;
+  readonly #lookup: (resource: string) => Store | undefined;
   #index: RbacIndex | undefined;
-  #watched = new Set<string>();
+  // The stores whose changes already invalidate the index (a store replaced by a relist is new).
+  readonly #watched = new WeakSet<Store>();
 
-  /** `lookup` finds the cached RBAC resources by name (roles, rolebindings, ...). */
-  constructor(lookup: (resource: string) => CachedResource | undefined) {
+  /** `lookup` finds the stores of the cached RBAC resources by name (roles, rolebindings, ...). */
+  constructor(lookup: (resource: string) => Store | undefined) {
     this.#lookup = lookup;
   }
 
   /** True when RBAC grants the request; false when it does not, or the RBAC cache is not synced. */
-  allows(user: UserInfo, attrs: ResourceAttributes | NonResourceAttributes): boolean {
+  allows(user: UserInfo, attrs: Attributes): boolean {
     const index = this.#current();
     if (!index) return false;
     const namespace = 'resource' in attrs ? attrs.namespace : '';
@@ -83,15 +82,15 @@ export class LocalRbac {
   /** The parsed policy, rebuilt after any change to the four resources; undefined until all are synced. */
   #current(): RbacIndex | undefined {
     const [roles, roleBindings, clusterRoles, clusterBindings] = RBAC_RESOURCES.map((r) => this.#lookup(r));
-    if (!roles?.store.synced || !roleBindings?.store.synced || !clusterRoles?.store.synced || !clusterBindings?.store.synced) return undefined;
-    for (const r of [roles, roleBindings, clusterRoles, clusterBindings]) {
-      if (this.#watched.has(r.name)) continue;
-      this.#watched.add(r.name);
+    if (!roles?.synced || !roleBindings?.synced || !clusterRoles?.synced || !clusterBindings?.synced) return undefined;
+    for (const store of [roles, roleBindings, clusterRoles, clusterBindings]) {
+      if (this.#watched.has(store)) continue;
+      this.#watched.add(store);
       const dirty = (): void => void (this.#index = undefined);
-      r.store.listen({ event: dirty, replaced: dirty, progressed: () => undefined });
+      store.listen({ event: dirty, replaced: dirty, progressed: () => undefined });
     }
     if (this.#index) return this.#index;
-    const parse = (r: CachedResource): RbacObject[] => [...r.store.tree.values()].map((o) => JSON.parse(o.item.toString()) as RbacObject);
+    const parse = (store: Store): RbacObject[] => [...store.tree.values()].map((o) => JSON.parse(o.item.toString()) as RbacObject);
     const index: RbacIndex = { roles: new Map(), clusterRoles: new Map(), bindings: new Map(), clusterBindings: [] };
     for (const o of parse(roles)) index.roles.set(`${o.metadata.namespace}/${o.metadata.name}`, o.rules ?? []);
     for (const o of parse(clusterRoles)) index.clusterRoles.set(o.metadata.name, o.rules ?? []);
@@ -123,7 +122,7 @@ function appliesTo(b: Binding, user: UserInfo): boolean {
   });
 }
 
-export function ruleAllows(rule: PolicyRule, attrs: ResourceAttributes | NonResourceAttributes): boolean {
+export function ruleAllows(rule: PolicyRule, attrs: Attributes): boolean {
   if (!has(rule.verbs, attrs.verb)) return false;
   if (!('resource' in attrs)) return nonResourceURLMatches(rule.nonResourceURLs, attrs.path);
   if (!has(rule.apiGroups, attrs.group)) return false;

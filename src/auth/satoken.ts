@@ -16,9 +16,9 @@
 // much code to be narrowed down to it; what matters here is exactly which tokens are accepted.
 import { createHash, createPublicKey, verify as verifySignature, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import type { CachedResource } from '../cache/cache.ts';
+import type { Store } from '../store/store.ts';
 import { objectKey, type CachedObject } from '../store/object.ts';
-import { withAuthenticatedGroup, type UserInfo } from './user.ts';
+import { withAuthenticatedGroup, type UserInfo } from '../api/user.ts';
 
 /** go-jose's jwt.DefaultLeeway: exp, nbf and iat, and deletion timestamps of bound objects. */
 export const LEEWAY_MS = 60_000;
@@ -262,14 +262,14 @@ function metaOf(o: CachedObject): ObjectMeta {
  * no proof either way: the apiserver looks it up itself.
  */
 export function checkBound(
-  store: CachedResource | undefined,
+  store: Store | undefined,
   namespace: string,
   r: Ref,
   nowMs: number,
   missing: FallbackReason,
 ): FallbackReason | undefined {
-  if (!store?.store.synced) return 'not-cached';
-  const o = store.store.get(objectKey(namespace, r.name));
+  if (!store?.synced) return 'not-cached';
+  const o = store.get(objectKey(namespace, r.name));
   if (!o) return missing;
   const m = metaOf(o);
   if (m.uid !== r.uid) return missing;
@@ -320,7 +320,7 @@ export interface VerifierOptions {
   /** A GET of a small JSON document of this media type, with Levee's own credentials. */
   fetch: <T>(path: string, accept: string) => Promise<T>;
   /** The cached resource, by its plural name in the core group (serviceaccounts, pods). */
-  objects: (resource: 'serviceaccounts' | 'pods') => CachedResource | undefined;
+  objects: (resource: 'serviceaccounts' | 'pods') => Store | undefined;
   /** How often the issuer and keys are fetched again. */
   refreshMs?: number;
   /** How long an API audience a TokenReview showed is trusted without another showing it. */

@@ -7,7 +7,7 @@ import { postJson } from '../upstream/client.ts';
 import type { UpstreamPools } from '../upstream/pools.ts';
 import { ReviewCache } from './reviewcache.ts';
 import type { ReviewLimiter } from './reviewlimit.ts';
-import { withAuthenticatedGroup, type UserInfo } from './user.ts';
+import { withAuthenticatedGroup, type UserInfo } from '../api/user.ts';
 
 export type TokenAnswer = { authenticated: true; user: UserInfo } | { authenticated: false; error: string };
 

@@ -3,7 +3,7 @@
 // each is due at its own jittered time, so watches opened together are not all reviewed together.
 import { errorLine } from '../watch/encode.ts';
 import type { Credential } from './authenticate.ts';
-import type { ResourceAttributes } from './authorize.ts';
+import type { ResourceAttributes } from '../api/attributes.ts';
 import type { AccessGuard } from './guard.ts';
 
 /** What a refused watch is ended with: the watcher itself, so no closure is kept per watch. */

@@ -1,7 +1,7 @@
 // The apiserver's x509 authenticator (CommonNameUserConversion): a client certificate verified
 // against the client CA names the user in its subject's CN and the groups in its O values.
 import type { PeerCertificate } from 'node:tls';
-import { withAuthenticatedGroup, type UserInfo } from './user.ts';
+import { withAuthenticatedGroup, type UserInfo } from '../api/user.ts';
 
 export function userFromCertificate(cert: PeerCertificate): UserInfo | undefined {
   const cn = first(cert.subject?.CN);

@@ -15,14 +15,15 @@ import { Reflector } from '../reflector/reflector.ts';
 import { Store } from '../store/store.ts';
 import type { UpstreamPools } from '../upstream/pools.ts';
 import { Backoff } from '../reflector/backoff.ts';
-import type { ConsistentReads } from '../serve/decide.ts';
+import type { ConsistentReads } from '../api/consistency.ts';
 import { ConsistencyProbe } from './consistency.ts';
 import { WatcherRegistry } from '../watch/registry.ts';
 import type { Selection } from './selection.ts';
 import { parseFieldSelector } from '../selectors/fields.ts';
 import { parseLabelSelector } from '../selectors/labels.ts';
 import { builtinFields, convertFieldSelector } from '../selectors/selectable.ts';
-import { discover, fieldsOfResource, NotCacheableError, NotServedError, type ResourceInfo } from './resources.ts';
+import { discover, NotCacheableError, NotServedError } from './resources.ts';
+import { fieldsOfResource, type ResourceInfo } from '../api/resource.ts';
 import { isPattern, matchesPattern, parsePattern, parseResourceSpec, resourceName, type ResourcePattern, type ResourceSpec } from './names.ts';
 import { Definitions, DEFINITIONS_NAME, resolveDefinition, WAITING_TO_EXIST } from './definitions.ts';
 

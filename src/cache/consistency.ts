@@ -5,7 +5,7 @@
 import { getJson } from '../upstream/client.ts';
 import type { UpstreamPools } from '../upstream/pools.ts';
 import { parseResourceVersion } from '../store/object.ts';
-import type { ResourceInfo } from './resources.ts';
+import type { ResourceInfo } from '../api/resource.ts';
 
 export class ConsistencyProbe {
   readonly #pools: UpstreamPools;

@@ -10,7 +10,7 @@ import { customResourceFields } from '../selectors/customresource.ts';
 import { Store } from '../store/store.ts';
 import type { UpstreamPools } from '../upstream/pools.ts';
 import { compareKubeAwareVersions } from './names.ts';
-import type { ResourceInfo } from './resources.ts';
+import type { ResourceInfo } from '../api/resource.ts';
 
 export const DEFINITIONS: ResourceInfo = {
   group: 'apiextensions.k8s.io',

@@ -3,33 +3,8 @@
 // resource's come from its CustomResourceDefinition (cache/definitions.ts).
 import { getJson, UpstreamStatusError } from '../upstream/client.ts';
 import type { UpstreamPools } from '../upstream/pools.ts';
-import { builtinFields, type SelectableFields } from '../selectors/selectable.ts';
+import type { ResourceInfo } from '../api/resource.ts';
 import type { ResourceSpec } from './names.ts';
-
-export interface ResourceInfo {
-  group: string;
-  version: string;
-  resource: string;
-  kind: string;
-  namespaced: boolean;
-  /** "/api/v1" or "/apis/apps/v1". */
-  prefix: string;
-  /**
-   * A custom resource's field selectors at this version, from its CRD. Built-in resources leave it
-   * out: their field selectors are the apiserver's code (selectors/selectable.ts).
-   */
-  selectableFields?: SelectableFields | undefined;
-  /**
-   * A custom resource's list kind (its CRD's accepted listKind). Its lists are unstructured: the
-   * apiserver writes their keys sorted (apiVersion, items, kind, metadata).
-   */
-  listKind?: string | undefined;
-}
-
-/** The field selectors of a cached resource: its CRD's, or the built-in table's. */
-export function fieldsOfResource(info: ResourceInfo): SelectableFields | undefined {
-  return info.selectableFields ?? builtinFields(info.group, info.resource);
-}
 
 export const DEFAULT_RESOURCES = ['pods', 'nodes', 'namespaces', 'services', 'endpointslices.discovery.k8s.io', 'configmaps'];
 

@@ -3,14 +3,14 @@
 // reload; an error names the field and the problem. The file is turned into the flags it stands
 // for, so a flag or environment variable given as well overrides it, and both paths share one set
 // of checks and defaults.
+import { CONSISTENT_READS } from '../api/consistency.ts';
 import { readFileSync } from 'node:fs';
-import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { parse as parseYaml } from 'yaml';
 import * as z from 'zod';
 import { parseFieldSelector } from '../selectors/fields.ts';
 import { parseLabelSelector } from '../selectors/labels.ts';
 import { parseDuration } from './duration.ts';
-import type { Rule } from './rules.ts';
-import type { Options } from './options.ts';
+import type { Rule } from '../flow/rules.ts';
 import { isPattern, resourceNameProblem } from '../cache/names.ts';
 
 export const CONFIG_API_VERSION = 'levee.dev/v1alpha1';
@@ -33,7 +33,7 @@ const selector = (parse: (s: string) => unknown) =>
     }
   });
 const seats = z.number().int().min(0);
-const consistentReads = z.enum(['verify', 'cache', 'forward']);
+const consistentReads = z.enum(CONSISTENT_READS);
 const names = z.array(z.string().min(1)).optional();
 // A --cache entry: a resource as kubectl names it, or a pattern over custom resources.
 const resourceName = z.string().min(1).superRefine((v, ctx) => {
@@ -226,68 +226,4 @@ export function configToArgs(c: ConfigFile): string[] {
 
 export function rulesOf(c: ConfigFile): Rule[] {
   return (c.rules ?? []).map((r) => ({ ...r }));
-}
-
-const ms = (v: number): string => (v === 0 ? '0' : v % 60_000 === 0 ? `${v / 60_000}m` : v % 1000 === 0 ? `${v / 1000}s` : `${v}ms`);
-const seatsOf = (v: number): number => (Number.isFinite(v) ? v : 0);
-
-/** The effective configuration, in the file's own form: what `levee --print-config` shows. */
-export function effectiveConfig(o: Options): ConfigFile {
-  const resources = o.cache.map((name) => {
-    const opts = o.resourceOptions[name] ?? {};
-    const policy = o.consistentReads.byResource[name];
-    const r: Exclude<NonNullable<NonNullable<ConfigFile['cache']>['resources']>[number], string> = { name };
-    if (opts.fieldSelector) r.fieldSelector = opts.fieldSelector;
-    if (opts.labelSelector) r.labelSelector = opts.labelSelector;
-    if (opts.indexes?.length) r.indexes = opts.indexes;
-    if (policy) r.consistentReads = policy;
-    return Object.keys(r).length === 1 ? name : r;
-  });
-  const c: ConfigFile = {
-    apiVersion: CONFIG_API_VERSION,
-    kind: CONFIG_KIND,
-    upstream: {
-      ...(o.kubeconfig ? { kubeconfig: o.kubeconfig } : {}),
-      ...(o.context ? { context: o.context } : {}),
-      ...(o.upstreamServers.length ? { servers: o.upstreamServers } : {}),
-    },
-    listen: o.listen,
-    ...(o.tlsCertFile && o.tlsKeyFile ? { tls: { certFile: o.tlsCertFile, keyFile: o.tlsKeyFile, ...(o.clientCAFile ? { clientCAFile: o.clientCAFile } : {}) } } : {}),
-    authentication: {
-      mode: o.auth,
-      anonymous: o.anonymous,
-      tokenCacheTTL: ms(o.tokenCacheTtlMs),
-      tokenNegativeCacheTTL: ms(o.tokenNegativeCacheTtlMs),
-      localServiceAccountTokens: o.localServiceAccountTokens,
-    },
-    authorization: {
-      allowedTTL: ms(o.authorizationAllowedTtlMs),
-      deniedTTL: ms(o.authorizationDeniedTtlMs),
-      watchReauthorizeInterval: ms(o.watchReauthorizeMs),
-      localRBAC: o.localRbac,
-    },
-    cache: { consistentReads: o.consistentReads.default, resources },
-    flowControl: {
-      maxRequestsInflight: seatsOf(o.flow.requests.read),
-      maxMutatingRequestsInflight: seatsOf(o.flow.requests.mutating),
-      maxLongRunningRequests: seatsOf(o.flow.requests['long-running']),
-      upstream: {
-        maxRequestsInflight: seatsOf(o.flow.upstream.read),
-        maxMutatingRequestsInflight: seatsOf(o.flow.upstream.mutating),
-        maxLongRunningRequests: seatsOf(o.flow.upstream['long-running']),
-      },
-      queueWait: ms(o.flow.queueWaitMs),
-      queueLength: o.flow.queueLength,
-      discoveryCacheTTL: ms(o.discoveryTtlMs),
-      coalesceMaxBytes: o.coalesceMaxBytes,
-    },
-    rules: o.rules.map((r) => Object.fromEntries(Object.entries(r).filter(([, v]) => v !== undefined)) as Rule),
-    shutdown: { gracePeriod: ms(o.shutdownGraceMs), delay: ms(o.shutdownDelayMs) },
-    logLevel: o.logLevel,
-  };
-  return c;
-}
-
-export function printConfig(o: Options): string {
-  return stringifyYaml(effectiveConfig(o));
 }

@@ -17,8 +17,8 @@ import { isPattern, resourceNameProblem } from '../cache/names.ts';
 import type { ConsistentReadPolicy, ResourceOptions } from '../cache/cache.ts';
 import { parseFieldSelector } from '../selectors/fields.ts';
 import { parseLabelSelector } from '../selectors/labels.ts';
-import type { ConsistentReads } from '../serve/decide.ts';
-import { parseConsistentReadsFor, type Rule } from './rules.ts';
+import { CONSISTENT_READS, isConsistentReads } from '../api/consistency.ts';
+import { parseConsistentReadsFor, type Rule } from '../flow/rules.ts';
 import { configToArgs, loadConfigFile, rulesOf } from './file.ts';
 
 export interface Options {
@@ -330,15 +330,13 @@ function perResource(flag: string, policy: ConsistentReadPolicy): ConsistentRead
   return policy;
 }
 
-const CONSISTENT_READS: readonly ConsistentReads[] = ['verify', 'cache', 'forward'];
-
 /** "verify", or "verify,nodes=cache,pods=forward": a default and overrides by resource. */
 export function parseConsistentReads(value: string): ConsistentReadPolicy {
   const policy: ConsistentReadPolicy = { default: 'verify', byResource: {} };
   for (const part of value.split(',').map((p) => p.trim()).filter((p) => p !== '')) {
     const eq = part.indexOf('=');
-    const mode = (eq === -1 ? part : part.slice(eq + 1)) as ConsistentReads;
-    if (!CONSISTENT_READS.includes(mode)) {
+    const mode = eq === -1 ? part : part.slice(eq + 1);
+    if (!isConsistentReads(mode)) {
       throw new UsageError(`--consistent-reads: "${mode}" is not one of ${CONSISTENT_READS.join(', ')}`);
     }
     if (eq === -1) policy.default = mode;

@@ -1,12 +1,12 @@
-// Which requests wait, which are rejected, and which pass: the classes of docs/design.md §8. Every
-// request that is not exempt takes a seat of its class (long-running, read, mutating) through fair
-// queuing by user, and a request that goes upstream also takes a seat of the upstream bound for its
-// class, so a mass restart queues at Levee instead of at the apiserver. A rejection is the
-// apiserver's own 429 (APF's "Too many requests") with Retry-After.
-import { newTooManyRequests } from '../api/status.ts';
+// Which requests wait, which are rejected, and which pass: the classes of docs/design.md ("Flow
+// control"). Every request that is not exempt takes a seat of its class (long-running, read,
+// mutating) through fair queuing by user, and a request that goes upstream also takes a seat of the
+// upstream bound for its class, so a mass restart queues at Levee instead of at the apiserver. A
+// rejection is the apiserver's own 429 (APF's "Too many requests") with Retry-After.
+import { tooManyRequests } from '../api/status.ts';
 import type { Status } from '../api/types.ts';
-import type { UserInfo } from '../auth/user.ts';
-import type { RequestInfo } from '../serve/requestinfo.ts';
+import type { UserInfo } from '../api/user.ts';
+import type { RequestInfo } from '../api/requestinfo.ts';
 import { FairQueue, RejectedError, type FairQueueOptions, type Grant } from './fairqueue.ts';
 
 export type PriorityClass = 'long-running' | 'read' | 'mutating';
@@ -113,11 +113,6 @@ export class FlowController {
       return tooManyRequests();
     }
   }
-}
-
-/** APF's rejection, word for word. */
-export function tooManyRequests(retryAfterSeconds = 1): Status {
-  return newTooManyRequests('Too many requests, please try again later.', retryAfterSeconds);
 }
 
 /**

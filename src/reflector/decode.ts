@@ -1,6 +1,6 @@
 // Turns an object's bytes into a CachedObject: one JSON.parse to read what serving needs (key,
 // resourceVersion, labels, selectable fields); the bytes themselves are kept as they came.
-import { fieldsOfResource, type ResourceInfo } from '../cache/resources.ts';
+import { apiVersionOf, fieldsOfResource, type ResourceInfo } from '../api/resource.ts';
 import { fieldSet } from '../selectors/selectable.ts';
 import { objectKey, parseResourceVersion, toItem, typeMetaPrefix, type CachedObject } from '../store/object.ts';
 
@@ -15,7 +15,7 @@ export type Decoder = (raw: Buffer) => CachedObject;
  * CustomResourceDefinitions Levee follows keep a summary, not their schemas).
  */
 export function decoder(info: ResourceInfo, transform?: (raw: Buffer) => Buffer): Decoder {
-  const prefix = typeMetaPrefix({ kind: info.kind, apiVersion: info.group === '' ? info.version : `${info.group}/${info.version}` });
+  const prefix = typeMetaPrefix({ kind: info.kind, apiVersion: apiVersionOf(info) });
   const selectable = fieldsOfResource(info);
   return (raw) => {
     const { item, typed } = toItem(transform ? transform(raw) : raw, prefix);

@@ -7,7 +7,7 @@
 // way: re-watch from the last resourceVersion seen when a watch ends or breaks; relist only when
 // the window is lost (410 Expired/Gone); every retry waits an exponential, jittered backoff. Bodies
 // are split into items as bytes while they arrive.
-import type { ResourceInfo } from '../cache/resources.ts';
+import type { ResourceInfo } from '../api/resource.ts';
 import type { Logger } from '../log/logger.ts';
 import type { Store } from '../store/store.ts';
 import { statusError, UpstreamStatusError } from '../upstream/client.ts';

@@ -7,8 +7,8 @@ import { newInternalError } from '../api/status.ts';
 import type { Credential } from '../auth/authenticate.ts';
 import type { AccessGuard } from '../auth/guard.ts';
 import type { Cache, CachedResource } from '../cache/cache.ts';
-import type { DownstreamResponse } from './downstream.ts';
-import { writeStatus, writeText } from './respond.ts';
+import type { DownstreamResponse } from '../http/downstream.ts';
+import { writeStatus, writeText } from '../http/respond.ts';
 
 const PREFIX = '/debug/levee/';
 

@@ -2,18 +2,20 @@
 // tested case by case (test/unit/decide.test.ts). Anything Levee cannot answer exactly as the
 // apiserver would (transforms, protobuf-only clients, pretty printing, parameters it does not know,
 // invalid input whose error text is the apiserver's to give) goes upstream.
+import { isPrettyPrint } from '../api/negotiation.ts';
+import type { ConsistentReads } from '../api/consistency.ts';
 import { parseFieldSelector, type FieldSelector } from '../selectors/fields.ts';
 import { parseLabelSelector, type LabelSelector } from '../selectors/labels.ts';
 import { builtinFields, convertFieldSelector, type SelectableFields } from '../selectors/selectable.ts';
 import { parseResourceVersion } from '../store/object.ts';
 import { decodeContinue, type ContinueToken } from './continuetoken.ts';
-import { queryBool, type RequestInfo } from './requestinfo.ts';
-import type { WatchPlan } from './watchcache.ts';
+import { queryBool, type RequestInfo } from '../api/requestinfo.ts';
 import { withinSelection, type Selection } from '../cache/selection.ts';
 
 export type Freshness =
   | { mode: 'any' }
-  // resourceVersion unset: as fresh as the apiserver is now (docs/design.md §6), proven before serving.
+  // resourceVersion unset: as fresh as the apiserver is now, proven before serving
+  // (docs/design.md, "Consistent reads").
   | { mode: 'consistent' }
   | { mode: 'notOlderThan'; resourceVersion: number }
   | { mode: 'exact'; resourceVersion: number };
@@ -33,8 +35,28 @@ export interface ReadPlan {
   consistentRead?: boolean;
 }
 
+export interface WatchPlan {
+  namespace: string;
+  labels: LabelSelector;
+  fields: FieldSelector;
+  /** Events after this resourceVersion; with `initial`, the start is the state's own. */
+  resourceVersion: number;
+  /**
+   * Begin with the current state as ADDED events: as of any time (`any`, resourceVersion 0), as
+   * new as the apiserver (`consistent`, unset), or not older than resourceVersion.
+   */
+  initial?: 'any' | 'consistent' | 'notOlderThan' | undefined;
+  /** After the initial state, a BOOKMARK annotated k8s.io/initial-events-end (watch-list). */
+  initialEventsEnd: boolean;
+  /** Begins as of any time because the `cache` policy answers the client's consistent read. */
+  consistentRead?: boolean;
+  allowBookmarks: boolean;
+  timeoutSeconds: number | undefined;
+}
+
 export type Decision = { source: 'cache'; plan: ReadPlan } | { source: 'upstream'; reason: ForwardReason };
 
+/** Why a read of a cached resource went to the apiserver: each one is counted by its reason. */
 export type ForwardReason =
   | 'not-a-read'
   | 'not-cached'
@@ -48,9 +70,23 @@ export type ForwardReason =
   | 'outside-selection'
   | 'watch-initial-state'
   // A version of the resource other than the one cached: the apiserver converts, Levee does not.
-  | 'version';
+  | 'version'
+  // Found by the handlers, once decided for the cache:
+  // the authorization review failed or could not decide: the apiserver authorizes it itself;
+  | 'undecided'
+  // the apiserver's current resourceVersion could not be learned, or the cache did not reach it in time;
+  | 'consistency-probe-failed'
+  | 'consistency-unproven'
+  // the cache did not reach the resourceVersion asked for in time;
+  | 'resource-version-ahead'
+  // an Exact read or continue token older than the snapshots kept;
+  | 'snapshot-expired'
+  // a watch from a resourceVersion older than the event window.
+  | 'window-expired';
 
 export interface ReadRequest {
+  /** The HTTP method; GET when absent. */
+  method?: string | undefined;
   info: RequestInfo;
   query: URLSearchParams;
   accept: string | undefined;
@@ -69,6 +105,8 @@ export interface CacheState {
    * (what YurtHub does), only where configured; `forward` always asks the apiserver.
    */
   consistentReads: ConsistentReads;
+  /** The policy a configured rule names for this client, which overrides the resource's. */
+  ruleConsistentReads?: ConsistentReads | undefined;
   /**
    * The upstream does watch-list (KEP-3157, on by default from 1.34): it then defaults a watch
    * from resourceVersion 0 or unset to sendInitialEvents, ending its initial state with a bookmark.
@@ -90,15 +128,20 @@ function convertFields(info: RequestInfo, state: CacheState, selector: FieldSele
   return convertFieldSelector(state.selectableFields ?? builtinFields(info.apiGroup, info.resource), selector);
 }
 
-export type ConsistentReads = 'verify' | 'cache' | 'forward';
+/** The consistent-read policy in force: a rule's for this client, else the resource's. */
+function policyOf(state: CacheState): ConsistentReads {
+  return state.ruleConsistentReads ?? state.consistentReads;
+}
 
 function consistent(policy: ConsistentReads): Freshness | undefined {
   if (policy === 'forward') return undefined;
   return policy === 'cache' ? { mode: 'any' } : { mode: 'consistent' };
 }
 
-const GET_PARAMS = new Set(['resourceVersion']);
+// `pretty` is among them: once isPrettyPrint says no, the answer is the compact one Levee writes.
+const GET_PARAMS = new Set(['resourceVersion', 'pretty']);
 const LIST_PARAMS = new Set([
+  'pretty',
   'resourceVersion',
   'resourceVersionMatch',
   'limit',
@@ -128,6 +171,18 @@ function forward(reason: ForwardReason): { source: 'upstream'; reason: ForwardRe
   return { source: 'upstream', reason };
 }
 
+/**
+ * Where a request is answered: the one place that chooses between the cache and the apiserver.
+ * Handlers that find the cache cannot answer exactly after all return a reason of their own
+ * (serve/read.ts, serve/watch.ts); nothing else chooses.
+ */
+export function decide(r: ReadRequest, state: CacheState): Decision | WatchDecision {
+  // HEAD reaches the cache's verbs too, but the apiserver has no HEAD route for resources (it
+  // answers 405): it is its to answer.
+  if ((r.method ?? 'GET') !== 'GET') return forward('not-a-read');
+  return r.info.verb === 'watch' ? decideWatch(r, state) : decideRead(r, state);
+}
+
 export function decideRead(r: ReadRequest, state: CacheState): Decision {
   const { info, query } = r;
   // RequestInfo reads /api/v1/namespaces/x as namespace x; the object itself is cluster-scoped.
@@ -143,8 +198,8 @@ export function decideRead(r: ReadRequest, state: CacheState): Decision {
   }
   if (r.impersonating) return forward('impersonation');
   if (!acceptsPlainJson(r.accept)) return forward('media-type');
-  // The apiserver pretty-prints for ?pretty and for curl and wget; those bytes are its to write.
-  if (query.has('pretty') || /^(curl|wget)/i.test(r.userAgent ?? '')) return forward('pretty');
+  // Indented JSON (?pretty, browsers, curl, wget) is the apiserver's to write.
+  if (isPrettyPrint(query, r.userAgent)) return forward('pretty');
   const allowed = info.verb === 'get' ? GET_PARAMS : LIST_PARAMS;
   for (const key of query.keys()) if (!allowed.has(key)) return forward('parameter');
 
@@ -168,7 +223,7 @@ export function decideRead(r: ReadRequest, state: CacheState): Decision {
 
   if (info.verb === 'get') {
     let freshness: Freshness | undefined;
-    if (rv === undefined) freshness = consistent(state.consistentReads);
+    if (rv === undefined) freshness = consistent(policyOf(state));
     else freshness = rv === 0 ? { mode: 'any' } : { mode: 'notOlderThan', resourceVersion: rv };
     if (!freshness) return forward('consistent-read');
     return { source: 'cache', plan: { ...base, verb: 'get', limit: 0, freshness, consistentRead: rv === undefined } };
@@ -203,7 +258,7 @@ export function decideRead(r: ReadRequest, state: CacheState): Decision {
   switch (match) {
     case '':
       if (rv === undefined) {
-        freshness = consistent(state.consistentReads);
+        freshness = consistent(policyOf(state));
         if (!freshness) return forward('consistent-read');
       } else if (rv === 0) freshness = { mode: 'any' };
       // rv=N with a limit is the legacy Exact read; without one, NotOlderThan.
@@ -224,6 +279,7 @@ export function decideRead(r: ReadRequest, state: CacheState): Decision {
 }
 
 const WATCH_PARAMS = new Set([
+  'pretty',
   'watch',
   'resourceVersion',
   'resourceVersionMatch',
@@ -250,7 +306,7 @@ export function decideWatch(r: ReadRequest, state: CacheState): WatchDecision {
   if (!state.synced) return forward('not-synced');
   if (r.impersonating) return forward('impersonation');
   if (!acceptsPlainJson(r.accept)) return forward('media-type');
-  if (query.has('pretty') || /^(curl|wget)/i.test(r.userAgent ?? '')) return forward('pretty');
+  if (isPrettyPrint(query, r.userAgent)) return forward('pretty');
   for (const key of query.keys()) if (!WATCH_PARAMS.has(key)) return forward('parameter');
   const namespace = info.apiGroup === '' && info.resource === 'namespaces' ? '' : info.namespace;
   if (!state.namespaced && namespace !== '') return forward('invalid');
@@ -295,9 +351,12 @@ export function decideWatch(r: ReadRequest, state: CacheState): WatchDecision {
     }
   }
   // A watch that begins as new as the apiserver follows the consistent-read policy.
-  if (initial === 'consistent' && state.consistentReads !== 'verify') {
-    if (state.consistentReads === 'forward') return forward('consistent-read');
+  let consistentRead = false;
+  const policy = policyOf(state);
+  if (initial === 'consistent' && policy !== 'verify') {
+    if (policy === 'forward') return forward('consistent-read');
     initial = 'any';
+    consistentRead = true;
   }
   let timeoutSeconds: number | undefined;
   const t = query.get('timeoutSeconds');
@@ -308,6 +367,6 @@ export function decideWatch(r: ReadRequest, state: CacheState): WatchDecision {
   }
   return {
     source: 'cache',
-    plan: { namespace, labels, fields, resourceVersion: rv ?? 0, initial, initialEventsEnd, allowBookmarks, timeoutSeconds },
+    plan: { namespace, labels, fields, resourceVersion: rv ?? 0, initial, initialEventsEnd, allowBookmarks, timeoutSeconds, ...(consistentRead ? { consistentRead } : {}) },
   };
 }

@@ -1,6 +1,7 @@
 // One cached object: its bytes as a LIST item carries them, and the few parsed values serving
 // needs (key, resourceVersion, labels, selectable fields). Parsed once when it arrives, never
 // re-serialized.
+import { apiVersionOf, type ResourceInfo } from '../api/resource.ts';
 
 export interface CachedObject {
   /** etcd key below the resource prefix: "/namespace/name" or "/name"; sorts as etcd does. */
@@ -27,6 +28,23 @@ export interface TypeMeta {
 /** The bytes a typed object starts with in a GET or watch answer: `{"kind":"Pod","apiVersion":"v1",`. */
 export function typeMetaPrefix(t: TypeMeta): Buffer {
   return Buffer.from(`{"kind":${JSON.stringify(t.kind)},"apiVersion":${JSON.stringify(t.apiVersion)},`);
+}
+
+// One prefix per resource (its kind and apiVersion), made at its first object.
+const prefixes = new WeakMap<ResourceInfo, Buffer>();
+
+/**
+ * An object's bytes as a GET or a watch event carries them: its stored item, with TypeMeta put
+ * back in front for a built-in type (a LIST item omits it; a custom resource keeps its own).
+ */
+export function objectBytes(info: ResourceInfo, o: CachedObject): Buffer[] {
+  if (!o.typed) return [o.item];
+  let prefix = prefixes.get(info);
+  if (!prefix) {
+    prefix = typeMetaPrefix({ kind: info.kind, apiVersion: apiVersionOf(info) });
+    prefixes.set(info, prefix);
+  }
+  return [prefix, o.item.subarray(1)];
 }
 
 const OPEN_BRACE = Buffer.from('{');

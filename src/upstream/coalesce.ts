@@ -6,17 +6,10 @@
 // header (Accept, Accept-Encoding, conditionals). Only answers small enough to hold are shared:
 // past the bound the waiters each go upstream themselves, so memory stays bounded. Writes, watches
 // and requests with a body are never coalesced.
+import { prettyPrintingAgent } from '../api/negotiation.ts';
 import { createHash } from 'node:crypto';
-import type { DownstreamResponse } from '../serve/downstream.ts';
+import type { DownstreamResponse } from '../http/downstream.ts';
 import type { UpstreamAuth } from './connector.ts';
-
-/**
- * The apiserver indents JSON for browsers and command-line HTTP tools (isPrettyPrint in
- * k8s.io/apiserver): the same read has other bytes for them.
- */
-export function prettyPrinted(userAgent: string | undefined): boolean {
-  return userAgent !== undefined && (userAgent.startsWith('curl') || userAgent.startsWith('Wget') || userAgent.startsWith('Mozilla/5.0'));
-}
 
 export interface SharedAnswer {
   statusCode: number;
@@ -58,7 +51,7 @@ export function coalescingKey(method: string | undefined, url: string, rawHeader
     if (name.startsWith(':') || PER_REQUEST.has(name) || CONNECTION.has(name)) continue;
     if (name === 'user-agent') {
       // Only whether the apiserver indents its JSON for this agent changes the answer.
-      if (prettyPrinted(rawHeaders[i + 1])) h.update('pretty\u0000');
+      if (prettyPrintingAgent(rawHeaders[i + 1])) h.update('pretty\u0000');
       continue;
     }
     h.update(`${name}\u0000${rawHeaders[i + 1]}\u0000`);

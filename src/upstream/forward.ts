@@ -1,9 +1,9 @@
 // Forwards one request to the upstream apiserver and streams the answer back as it arrives:
 // request and response bodies flow with backpressure, nothing is buffered whole, a watch stays open
 // for as long as either side keeps it.
-import { drained, type DownstreamRequest, type DownstreamResponse } from '../serve/downstream.ts';
+import { drained, type DownstreamRequest, type DownstreamResponse } from '../http/downstream.ts';
 import type { Status } from '../api/types.ts';
-import { StreamRequest } from '../serve/h2stream.ts';
+import { StreamRequest } from '../http/h2stream.ts';
 import { credentialHeaders, droppedHeader, type UpstreamAuth } from './connector.ts';
 import { downstreamResponseHeaders, upstreamRequestHeaders } from './headers.ts';
 import { isClientAbort, isConnectFailure, upstreamFailureStatus } from './errors.ts';

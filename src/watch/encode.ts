@@ -1,11 +1,10 @@
 // Watch events as the apiserver frames them in JSON: one event per line,
 // {"type":"…","object":{…}}\n, with each object's stored bytes; each event's line is built once
 // and shared by every watcher that receives it.
-import type { CachedResource } from '../cache/cache.ts';
+import { apiVersionOf, type ResourceInfo } from '../api/resource.ts';
 import type { Status } from '../api/types.ts';
 import type { StoreEvent } from '../store/events.ts';
-import type { CachedObject } from '../store/object.ts';
-import { objectBytes } from '../serve/readcache.ts';
+import { objectBytes, type CachedObject } from '../store/object.ts';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
@@ -17,7 +16,7 @@ function frame(type: string, parts: Buffer[]): Buffer {
 }
 
 /** The line for `event` delivered as `type` to a watcher (selector transitions change the type). */
-export function eventLine(r: CachedResource, event: StoreEvent, type: WatchEventType): Buffer {
+export function eventLine(info: ResourceInfo, event: StoreEvent, type: WatchEventType): Buffer {
   let byType = lines.get(event);
   if (!byType) {
     byType = new Map();
@@ -32,8 +31,8 @@ export function eventLine(r: CachedResource, event: StoreEvent, type: WatchEvent
     const source = leaving ? event.prev! : event.object;
     const parts =
       type === 'DELETED' && source.resourceVersion !== event.resourceVersion
-        ? withResourceVersion(objectBytes(r, source), source, event.resourceVersion)
-        : objectBytes(r, source);
+        ? withResourceVersion(objectBytes(info, source), source, event.resourceVersion)
+        : objectBytes(info, source);
     line = frame(type, parts);
     byType.set(type, line);
   }
@@ -55,29 +54,27 @@ function withResourceVersion(parts: Buffer[], o: CachedObject, rv: number): Buff
 
 // Watchers opened together take their bookmarks together, and after a relist every watcher takes
 // one: mostly at the same resourceVersion, so the last line made serves the next watcher too.
-const lastBookmark = new WeakMap<CachedResource, { resourceVersion: number; line: Buffer }>();
+const lastBookmark = new WeakMap<ResourceInfo, { resourceVersion: number; line: Buffer }>();
 
-export function bookmarkLine(r: CachedResource, resourceVersion: number): Buffer {
-  const last = lastBookmark.get(r);
+export function bookmarkLine(info: ResourceInfo, resourceVersion: number): Buffer {
+  const last = lastBookmark.get(info);
   if (last?.resourceVersion === resourceVersion) return last.line;
-  const apiVersion = r.info.group === '' ? r.info.version : `${r.info.group}/${r.info.version}`;
   const line = Buffer.from(
-    `{"type":"BOOKMARK","object":{"kind":${JSON.stringify(r.info.kind)},"apiVersion":${JSON.stringify(apiVersion)},"metadata":{"resourceVersion":"${resourceVersion}"}}}\n`,
+    `{"type":"BOOKMARK","object":{"kind":${JSON.stringify(info.kind)},"apiVersion":${JSON.stringify(apiVersionOf(info))},"metadata":{"resourceVersion":"${resourceVersion}"}}}\n`,
   );
-  lastBookmark.set(r, { resourceVersion, line });
+  lastBookmark.set(info, { resourceVersion, line });
   return line;
 }
 
 /** A synthetic ADDED for an object of the initial state (watch from resourceVersion 0, watch-list). */
-export function addedLine(r: CachedResource, o: CachedObject): Buffer {
-  return frame('ADDED', objectBytes(r, o));
+export function addedLine(info: ResourceInfo, o: CachedObject): Buffer {
+  return frame('ADDED', objectBytes(info, o));
 }
 
 /** The bookmark that ends a watch-list's initial events (metav1.InitialEventsAnnotationKey). */
-export function initialEventsEndLine(r: CachedResource, resourceVersion: number): Buffer {
-  const apiVersion = r.info.group === '' ? r.info.version : `${r.info.group}/${r.info.version}`;
+export function initialEventsEndLine(info: ResourceInfo, resourceVersion: number): Buffer {
   return Buffer.from(
-    `{"type":"BOOKMARK","object":{"kind":${JSON.stringify(r.info.kind)},"apiVersion":${JSON.stringify(apiVersion)},"metadata":{"resourceVersion":"${resourceVersion}","annotations":{"k8s.io/initial-events-end":"true"}}}}\n`,
+    `{"type":"BOOKMARK","object":{"kind":${JSON.stringify(info.kind)},"apiVersion":${JSON.stringify(apiVersionOf(info))},"metadata":{"resourceVersion":"${resourceVersion}","annotations":{"k8s.io/initial-events-end":"true"}}}}\n`,
   );
 }
 

@@ -4,13 +4,22 @@
 // might want it, not every watcher of the resource (cacher.go's indexedWatchers).
 import type { Store } from '../store/store.ts';
 import type { StoreEvent } from '../store/events.ts';
-import type { CacheWatcher } from './watcher.ts';
+import type { FieldSelector } from '../selectors/fields.ts';
 import { watchClock, type WatchClock } from './clock.ts';
 
+/** A watcher as its registry sees it: where it is indexed, and what the registry tells it. */
+export interface RegisteredWatcher {
+  readonly namespace: string;
+  readonly fields: FieldSelector;
+  offer(e: StoreEvent): void;
+  bookmarkIfAllowed(): void;
+  close(): void;
+}
+
 export class WatcherRegistry {
-  readonly #byField = new Map<string, Map<string, Set<CacheWatcher>>>();
-  readonly #byNamespace = new Map<string, Set<CacheWatcher>>();
-  readonly #all = new Set<CacheWatcher>();
+  readonly #byField = new Map<string, Map<string, Set<RegisteredWatcher>>>();
+  readonly #byNamespace = new Map<string, Set<RegisteredWatcher>>();
+  readonly #all = new Set<RegisteredWatcher>();
   #count = 0;
   #ended = false;
   /** What wakes these watchers for their bookmarks and deadlines. */
@@ -37,7 +46,7 @@ export class WatcherRegistry {
   }
 
   /** Registers a watcher under its most selective key. */
-  add(watcher: CacheWatcher): void {
+  add(watcher: RegisteredWatcher): void {
     // Past endAll() (shutdown) a watch that still arrives ends at once; its client re-watches elsewhere.
     if (this.#ended) {
       watcher.close();
@@ -51,7 +60,7 @@ export class WatcherRegistry {
     this.#count++;
   }
 
-  remove(watcher: CacheWatcher): void {
+  remove(watcher: RegisteredWatcher): void {
     const [map, key] = this.#keyOf(watcher);
     const set = map ? map.get(key) : this.#all;
     if (!set?.delete(watcher)) return;
@@ -65,7 +74,7 @@ export class WatcherRegistry {
    * closure that removes the watcher, would cost memory in each of tens of thousands of watches.
    * No map means the watchers of everything.
    */
-  #keyOf(watcher: CacheWatcher): [Map<string, Set<CacheWatcher>> | undefined, string] {
+  #keyOf(watcher: RegisteredWatcher): [Map<string, Set<RegisteredWatcher>> | undefined, string] {
     if (!watcher.fields.empty) {
       for (const [field, byValue] of this.#byField) {
         const value = watcher.fields.exact(field);
@@ -102,7 +111,7 @@ export class WatcherRegistry {
     }
   }
 
-  *#everyone(): Iterable<CacheWatcher> {
+  *#everyone(): Iterable<RegisteredWatcher> {
     yield* [...this.#all];
     for (const set of this.#byNamespace.values()) yield* [...set];
     for (const byValue of this.#byField.values()) for (const set of byValue.values()) yield* [...set];

@@ -2,14 +2,23 @@
 // transitions in and out of them), its queue, and its end. Modelled on the apiserver's
 // cache_watcher.go: a bounded buffer, and a watcher that cannot keep up is closed (the client
 // re-watches from the last resourceVersion it saw) instead of holding memory without bound.
-import type { CachedResource } from '../cache/cache.ts';
+import type { ResourceInfo } from '../api/resource.ts';
+import type { Store } from '../store/store.ts';
 import type { FieldSelector } from '../selectors/fields.ts';
 import type { LabelSelector } from '../selectors/labels.ts';
 import type { StoreEvent } from '../store/events.ts';
 import type { CachedObject } from '../store/object.ts';
-import { drained, type DownstreamResponse } from '../serve/downstream.ts';
+import { drained, type DownstreamResponse } from '../http/downstream.ts';
 import { bookmarkLine, eventLine, type WatchEventType } from './encode.ts';
 import type { Sleeper } from './clock.ts';
+import type { WatcherRegistry } from './registry.ts';
+
+/** What a watcher needs of its resource: how its objects are encoded, its store, its watchers. */
+export interface WatchedResource {
+  readonly info: ResourceInfo;
+  readonly store: Store;
+  readonly watchers: WatcherRegistry;
+}
 
 export interface WatchFilter {
   namespace: string;
@@ -72,7 +81,7 @@ export class CacheWatcher implements WatchFilter, Sleeper {
   readonly labels: LabelSelector;
   readonly fields: FieldSelector;
   readonly resourceVersion: number;
-  readonly #r: CachedResource;
+  readonly #r: WatchedResource;
   readonly #res: DownstreamResponse;
   #queue: Buffer[] | undefined;
   #queued = 0;
@@ -89,7 +98,7 @@ export class CacheWatcher implements WatchFilter, Sleeper {
   wakeAt = 0;
   slot = -1;
 
-  constructor(r: CachedResource, filter: WatchFilter, res: DownstreamResponse, timing: WatchTiming) {
+  constructor(r: WatchedResource, filter: WatchFilter, res: DownstreamResponse, timing: WatchTiming) {
     this.#r = r;
     this.namespace = filter.namespace;
     this.labels = filter.labels;
@@ -124,7 +133,7 @@ export class CacheWatcher implements WatchFilter, Sleeper {
     const type = deliveredAs(this, e);
     if (type === undefined) return;
     this.#sentRV = e.resourceVersion;
-    this.#send(eventLine(this.#r, e, type));
+    this.#send(eventLine(this.#r.info, e, type));
   }
 
   /** Queues a line as it is (the initial state, its end bookmark). */
@@ -136,7 +145,7 @@ export class CacheWatcher implements WatchFilter, Sleeper {
   bookmark(): void {
     if (this.#closed) return;
     const rv = Math.max(this.#sentRV, this.#r.store.resourceVersion);
-    this.#send(bookmarkLine(this.#r, rv));
+    this.#send(bookmarkLine(this.#r.info, rv));
   }
 
   bookmarkIfAllowed(): void {

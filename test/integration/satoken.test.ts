@@ -16,7 +16,7 @@ import { startLevee, writeKubeconfig, type LeveeProcess } from '../support/levee
 import { kubectl } from '../support/kubectl.ts';
 import { agentFor, get, send, suffix } from '../support/http.ts';
 import { ServiceAccountTokenVerifier, type FallbackReason, type LocalVerdict } from '../../src/auth/satoken.ts';
-import { withAuthenticatedGroup, type UserInfo } from '../../src/auth/user.ts';
+import { withAuthenticatedGroup, type UserInfo } from '../../src/api/user.ts';
 import { Cache } from '../../src/cache/cache.ts';
 import { createLogger } from '../../src/log/logger.ts';
 import { GatewayMetrics } from '../../src/metrics/metrics.ts';
@@ -161,7 +161,7 @@ before(async () => {
   pools = new UpstreamPools(loadUpstream({ kind: 'kubeconfig', path: leveeKubeconfig }));
   cache = new Cache(pools, ['serviceaccounts', 'pods'], createLogger('silent'), new GatewayMetrics().cache);
   cache.start();
-  verifier = new ServiceAccountTokenVerifier({ fetch: (path, accept) => getJson(pools, path, undefined, accept), objects: (r) => cache.lookup('', r) });
+  verifier = new ServiceAccountTokenVerifier({ fetch: (path, accept) => getJson(pools, path, undefined, accept), objects: (r) => cache.lookup('', r)?.store });
   verifier.start();
   await waitFor('cache synced', () => cache.synced);
 });

@@ -7,7 +7,7 @@ import { userFromCertificate } from '../../src/auth/x509.ts';
 import { forbidden } from '../../src/auth/authorize.ts';
 import { ReviewCache } from '../../src/auth/reviewcache.ts';
 import { ReviewLimiter, ReviewRejectedError } from '../../src/auth/reviewlimit.ts';
-import { splitServiceAccount, userKey, withAuthenticatedGroup } from '../../src/auth/user.ts';
+import { splitServiceAccount, userKey, withAuthenticatedGroup } from '../../src/api/user.ts';
 import { parseDuration } from '../../src/config/duration.ts';
 import { ruleAllows } from '../../src/auth/rbac.ts';
 

@@ -3,11 +3,12 @@
 // question for every name keeps them, and watches are re-checked with them.
 import { mock, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { decisionKey, subjectAccessReviewSpec, SubjectAccessReviewer, UndecidedError, type ResourceAttributes } from '../../src/auth/authorize.ts';
+import { decisionKey, subjectAccessReviewSpec, SubjectAccessReviewer, UndecidedError } from '../../src/auth/authorize.ts';
+import type { ResourceAttributes } from '../../src/api/attributes.ts';
 import type { AccessGuard, Admission } from '../../src/auth/guard.ts';
 import type { Credential } from '../../src/auth/authenticate.ts';
 import { WatchReauthorizer } from '../../src/auth/watchrecheck.ts';
-import type { UserInfo } from '../../src/auth/user.ts';
+import type { UserInfo } from '../../src/api/user.ts';
 import type { UpstreamPools } from '../../src/upstream/pools.ts';
 
 const node: UserInfo = { username: 'system:node:node-a', uid: '', groups: ['system:nodes', 'system:authenticated'], extra: {} };

@@ -2,8 +2,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import type { OutgoingHttpHeaders } from 'node:http';
-import { coalescingKey, prettyPrinted, ReadCoalescer } from '../../src/upstream/coalesce.ts';
-import { isDiscoveryPath } from '../../src/discovery/cache.ts';
+import { coalescingKey, ReadCoalescer } from '../../src/upstream/coalesce.ts';
+import { isPrettyPrint, prettyPrintingAgent } from '../../src/api/negotiation.ts';
+import { isDiscoveryPath } from '../../src/discovery/discovery.ts';
 
 const token = (t: string) => ['Authorization', `Bearer ${t}`, 'Accept', 'application/json'];
 const asClient = { identity: 'client' as const };
@@ -104,12 +105,20 @@ test('different keys fly separately', () => {
   assert.equal(c.inFlight, 2);
 });
 
-test('the apiserver\'s pretty-printing agents', () => {
-  assert.ok(prettyPrinted('curl/8.5.0'));
-  assert.ok(prettyPrinted('Wget/1.21'));
-  assert.ok(prettyPrinted('Mozilla/5.0 (X11)'));
-  assert.ok(!prettyPrinted('kubectl/v1.37.1 (linux/amd64) kubernetes/abc'));
-  assert.ok(!prettyPrinted(undefined));
+test('the apiserver\'s pretty printing: the pretty parameter, else the agent', () => {
+  assert.ok(prettyPrintingAgent('curl/8.5.0'));
+  assert.ok(prettyPrintingAgent('Wget/1.21'));
+  assert.ok(prettyPrintingAgent('Mozilla/5.0 (X11)'));
+  assert.ok(!prettyPrintingAgent('wget/1.21'), 'case matters, as in Go\'s strings.HasPrefix');
+  assert.ok(!prettyPrintingAgent('kubectl/v1.37.1 (linux/amd64) kubernetes/abc'));
+  assert.ok(!prettyPrintingAgent(undefined));
+  const q = (s: string) => new URLSearchParams(s);
+  assert.ok(isPrettyPrint(q('pretty=true'), 'kubectl/v1.37.1'));
+  assert.ok(isPrettyPrint(q('pretty=1'), undefined));
+  assert.ok(!isPrettyPrint(q('pretty=false'), 'curl/8.5.0'), 'a pretty parameter decides');
+  assert.ok(!isPrettyPrint(q('pretty=yes'), 'curl/8.5.0'), 'strconv.ParseBool cannot read it: false');
+  assert.ok(isPrettyPrint(q('pretty='), 'curl/8.5.0'), 'an empty one leaves it to the agent');
+  assert.ok(isPrettyPrint(q(''), 'Mozilla/5.0 (X11)'), 'browsers get indented JSON');
 });
 
 test('discovery and OpenAPI paths', () => {

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { ConfigError, loadConfigFile, parseConfig, printConfig } from '../../src/config/file.ts';
+import { ConfigError, loadConfigFile, parseConfig } from '../../src/config/file.ts';
+import { printConfig } from '../../src/config/print.ts';
 import { parseOptions, type Options } from '../../src/config/options.ts';
 
 const CONFIG_DIR = resolve(import.meta.dirname, '../../config');

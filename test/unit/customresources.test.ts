@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { compareKubeAwareVersions, matchesPattern, parsePattern, parseResourceSpec, resourceNameProblem } from '../../src/cache/names.ts';
 import { parseDefinition, resolveDefinition, summarize, type Definition } from '../../src/cache/definitions.ts';
 import { decideRead, decideWatch, type CacheState } from '../../src/serve/decide.ts';
-import { parseRequestInfo } from '../../src/serve/requestinfo.ts';
+import { parseRequestInfo } from '../../src/api/requestinfo.ts';
 import { customResourceFields } from '../../src/selectors/customresource.ts';
 import { parseOptions, UsageError } from '../../src/config/options.ts';
 import { ConfigError, parseConfig } from '../../src/config/file.ts';

@@ -2,8 +2,8 @@
 // apiserver otherwise.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { acceptsPlainJson, decideRead, decideWatch, type Decision } from '../../src/serve/decide.ts';
-import { parseRequestInfo } from '../../src/serve/requestinfo.ts';
+import { acceptsPlainJson, decide as decideAny, decideRead, decideWatch, type Decision } from '../../src/serve/decide.ts';
+import { parseRequestInfo } from '../../src/api/requestinfo.ts';
 import type { Selection } from '../../src/cache/selection.ts';
 import { parseFieldSelector } from '../../src/selectors/fields.ts';
 import { parseLabelSelector } from '../../src/selectors/labels.ts';
@@ -62,6 +62,9 @@ const cases: Array<[string, string, Parameters<typeof decide>[1]?]> = [
   ['/api/v1/namespaces/a/pods?resourceVersion=0&fieldSelector=spec.nodeName%3Dn1', 'cache:any'],
   ['/api/v1/namespaces/a/pods?resourceVersion=0&pretty=true', 'upstream:pretty'],
   ['/api/v1/namespaces/a/pods?resourceVersion=0', 'upstream:pretty', { ua: 'curl/8.5.0' }],
+  // Browsers get indented JSON from the apiserver too; pretty=false from curl gets compact JSON.
+  ['/api/v1/namespaces/a/pods?resourceVersion=0', 'upstream:pretty', { ua: 'Mozilla/5.0 (X11; Linux x86_64)' }],
+  ['/api/v1/namespaces/a/pods?resourceVersion=0&pretty=false', 'cache:any', { ua: 'curl/8.5.0' }],
   ['/api/v1/namespaces/a/pods?resourceVersion=0&shardSelector=x', 'upstream:parameter'],
   ['/api/v1/namespaces/a/pods?resourceVersion=0', 'upstream:media-type', { accept: 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json' }],
   ['/api/v1/namespaces/a/pods?resourceVersion=0', 'upstream:media-type', { accept: 'application/vnd.kubernetes.protobuf' }],
@@ -137,4 +140,22 @@ test('watches: from a resourceVersion in the cache, the rest upstream', () => {
   assert.equal(w('/api/v1/namespaces/a/pods?watch=true&resourceVersion=12&timeoutSeconds='), 'upstream:invalid');
   assert.equal(w('/api/v1/pods?watch=true&resourceVersion=12', NODE_LOCAL), 'upstream:outside-selection');
   assert.equal(w('/api/v1/pods?watch=true&resourceVersion=12&fieldSelector=spec.nodeName%3Dn1', NODE_LOCAL), 'cache:12');
+});
+
+test('one decision for every request: method, verb and the consistent-read policy in force', () => {
+  const d = (method: string, url: string, state: Parameters<typeof decideAny>[1] = CACHED) => {
+    const q = url.indexOf('?');
+    const r = decideAny({ method, info: parseRequestInfo(method, url), query: new URLSearchParams(q === -1 ? '' : url.slice(q + 1)), accept: undefined, userAgent: undefined, impersonating: false }, state);
+    return r.source === 'upstream' ? `upstream:${r.reason}` : 'initialEventsEnd' in r.plan ? `cache:watch` : `cache:${r.plan.freshness.mode}`;
+  };
+  // The apiserver has no HEAD route for resources: its 405 is the answer.
+  assert.equal(d('HEAD', '/api/v1/namespaces/a/pods?resourceVersion=0'), 'upstream:not-a-read');
+  assert.equal(d('POST', '/api/v1/namespaces/a/pods'), 'upstream:not-a-read');
+  assert.equal(d('GET', '/api/v1/namespaces/a/pods/p/log'), 'upstream:not-a-read');
+  assert.equal(d('GET', '/api/v1/namespaces/a/pods?watch=true&resourceVersion=12'), 'cache:watch');
+  assert.equal(d('GET', '/api/v1/namespaces/a/pods', { ...CACHED, cached: false }), 'upstream:not-cached');
+  // A rule's policy for this client overrides the resource's, both ways.
+  assert.equal(d('GET', '/api/v1/namespaces/a/pods', { ...CACHED, ruleConsistentReads: 'cache' }), 'cache:any');
+  assert.equal(d('GET', '/api/v1/namespaces/a/pods', { ...CACHED, ruleConsistentReads: 'forward' }), 'upstream:consistent-read');
+  assert.equal(d('GET', '/api/v1/namespaces/a/pods', { ...CACHED, consistentReads: 'forward', ruleConsistentReads: 'verify' }), 'cache:consistent');
 });

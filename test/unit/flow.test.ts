@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { dealHand, FairQueue, RejectedError, type Grant } from '../../src/flow/fairqueue.ts';
 import { classify, isExempt, limitsFrom } from '../../src/flow/flowcontrol.ts';
 import { WarmupBackoff } from '../../src/flow/warmup.ts';
-import { parseRequestInfo } from '../../src/serve/requestinfo.ts';
+import { parseRequestInfo } from '../../src/api/requestinfo.ts';
 
 const opts = { seats: 2, queues: 8, handSize: 2, queueLength: 4, maxWaitMs: 60_000 };
 

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseConsistentReads, parseOptions, parseResourceOptions, UsageError } from '../../src/config/options.ts';
 import { resolveUpstreamSource } from '../../src/upstream/credentials.ts';
-import { isLoopback, parseListenAddress } from '../../src/serve/listener.ts';
+import { isLoopback, parseListenAddress } from '../../src/http/listener.ts';
 
 test('defaults run on loopback in delegate mode', () => {
   const o = parseOptions([]);

@@ -2,7 +2,7 @@
 // request line as the apiserver does.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { isLongRunning, parseRequestInfo, RequestInfoError } from '../../src/serve/requestinfo.ts';
+import { isLongRunning, parseRequestInfo, RequestInfoError } from '../../src/api/requestinfo.ts';
 
 type Want = [verb: string, prefix: string, group: string, version: string, namespace: string, resource: string, subresource: string, name: string, parts: string[]];
 

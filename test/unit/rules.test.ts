@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { beginsWithState, consistentReadsFor, decidingRule, parseConsistentReadsFor, ruleMatches, type Rule } from '../../src/config/rules.ts';
-import { parseRequestInfo } from '../../src/serve/requestinfo.ts';
+import { beginsWithState, consistentReadsFor, decidingRule, parseConsistentReadsFor, ruleMatches, type Rule } from '../../src/flow/rules.ts';
+import { parseRequestInfo } from '../../src/api/requestinfo.ts';
 
 const user = (username: string, groups: string[] = []) => ({ username, uid: '', groups, extra: {} });
 const info = (method: string, url: string) => ({ info: parseRequestInfo(method, url) });

@@ -14,7 +14,7 @@ import {
   userInfoFor,
   type ServiceAccountClaims,
 } from '../../src/auth/satoken.ts';
-import type { CachedResource } from '../../src/cache/cache.ts';
+import type { Store } from '../../src/store/store.ts';
 import type { CachedObject } from '../../src/store/object.ts';
 
 const b64 = (v: unknown): string => Buffer.from(typeof v === 'string' ? v : JSON.stringify(v)).toString('base64url');
@@ -139,7 +139,7 @@ test('signatures: RS256..RS512 with RSA keys, ES256..ES512 on their own curves, 
   for (const alg of ['none', 'HS256', 'PS256']) assert.ok(!check(jwt({ alg }, p), rsa.publicKey), alg);
 });
 
-function resource(objects: Record<string, { uid: string; deletionTimestamp?: string }>, synced = true): CachedResource {
+function resource(objects: Record<string, { uid: string; deletionTimestamp?: string }>, synced = true): Store {
   const store = {
     synced,
     get: (key: string): CachedObject | undefined => {
@@ -147,7 +147,7 @@ function resource(objects: Record<string, { uid: string; deletionTimestamp?: str
       return o ? ({ item: Buffer.from(JSON.stringify({ metadata: o })) } as CachedObject) : undefined;
     },
   };
-  return { store } as unknown as CachedResource;
+  return store as unknown as Store;
 }
 
 test('bound objects must exist with the UID claimed and not be deleted more than a minute ago', () => {

@@ -11,9 +11,9 @@ import { LRUCache } from 'lru-cache';
 import type { Credential } from '../auth/authenticate.ts';
 import type { AccessGuard } from '../auth/guard.ts';
 import { isImpersonationHeader } from '../auth/impersonation.ts';
-import type { DownstreamRequest, DownstreamResponse } from '../serve/downstream.ts';
-import { writeStatus } from '../serve/respond.ts';
-import { prettyPrinted } from '../upstream/coalesce.ts';
+import type { DownstreamRequest, DownstreamResponse } from '../http/downstream.ts';
+import { writeStatus } from '../http/respond.ts';
+import { prettyPrintingAgent } from '../api/negotiation.ts';
 import { credentialHeaders } from '../upstream/connector.ts';
 import { downstreamResponseHeaders } from '../upstream/headers.ts';
 import type { UpstreamPools } from '../upstream/pools.ts';
@@ -132,7 +132,7 @@ export class DiscoveryCache {
     if (req.headers['transfer-encoding'] !== undefined) return 'forward';
     // Levee fetches as itself, whose answers are not indented; those who get indented ones ask the
     // apiserver (few do, and none of them is an agent restarting by the thousand).
-    if (prettyPrinted(req.headers['user-agent'])) return 'forward';
+    if (prettyPrintingAgent(req.headers['user-agent'])) return 'forward';
 
     const admission = await this.#guard.admit(credential, { verb: 'get', path });
     if (admission.allowed === 'undecided') return 'forward';

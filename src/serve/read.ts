@@ -3,41 +3,26 @@
 import { newNotFound } from '../api/status.ts';
 import type { CachedResource } from '../cache/cache.ts';
 import { listLive, scan, type ListQuery, type ListResult } from '../store/query.ts';
-import { objectKey, typeMetaPrefix, type CachedObject } from '../store/object.ts';
+import { objectBytes, objectKey, type CachedObject } from '../store/object.ts';
+import { apiVersionOf } from '../api/resource.ts';
 import type { Snapshot } from '../store/store.ts';
 import { encodeContinue } from './continuetoken.ts';
 import type { ReadPlan } from './decide.ts';
-import { drained, type DownstreamResponse } from './downstream.ts';
-import { writeStatus } from './respond.ts';
+import { CONSISTENCY_HEADER, prove, type ConsistentReadObserver, type Stale } from './freshness.ts';
+import { drained, type DownstreamResponse } from '../http/downstream.ts';
+import { writeStatus } from '../http/respond.ts';
 
-/** How long a read for resourceVersion N waits for the cache to reach N (the apiserver waits 3 s). */
-export const FRESHNESS_WAIT_MS = 3_000;
-
-/** 'forward' when the cache cannot answer exactly (an Exact read or continue token outside the window, or a resourceVersion it has not reached in time). */
-export type ServeResult = { code: number } | 'forward';
+/** Answered (with its status code), or the reason the apiserver must answer instead. */
+export type ServeResult = { code: number } | { forward: Stale | 'snapshot-expired' | 'outside-selection' };
 
 // Writes are gathered into chunks of about this size: one write per item would cost a syscall and
 // a frame per object, one write per list would hold the whole list.
 const WRITE_CHUNK = 64 * 1024;
 
-function apiVersion(r: CachedResource): string {
-  return r.info.group === '' ? r.info.version : `${r.info.group}/${r.info.version}`;
-}
-
 function headers(requestId: string | undefined): Record<string, string> {
   const h: Record<string, string> = { 'content-type': 'application/json', 'cache-control': 'no-cache, private' };
   if (requestId) h['audit-id'] = requestId;
   return h;
-}
-
-/**
- * How long a read without resourceVersion waits for the cache to catch up with the apiserver
- * before it is forwarded instead. Short: forwarding is always correct, waiting only saves work.
- */
-export const CONSISTENT_WAIT_MS = 150;
-
-export interface ConsistentReadObserver {
-  consistentRead(resource: string, result: 'verified' | 'cache-policy' | 'forwarded', waitSeconds: number): void;
 }
 
 export async function serveRead(
@@ -50,30 +35,9 @@ export async function serveRead(
 ): Promise<ServeResult> {
   const store = r.store;
   const extra: Record<string, string> = {};
-  if (plan.freshness.mode === 'consistent') {
-    const started = process.hrtime.bigint();
-    const waited = () => Number(process.hrtime.bigint() - started) / 1e9;
-    let rv: number;
-    try {
-      rv = await r.probe.current(arrivedAt);
-    } catch {
-      observer.consistentRead(r.name, 'forwarded', waited());
-      return 'forward';
-    }
-    if (store.resourceVersion < rv && !(await store.waitUntilFresh(rv, CONSISTENT_WAIT_MS))) {
-      observer.consistentRead(r.name, 'forwarded', waited());
-      return 'forward';
-    }
-    observer.consistentRead(r.name, 'verified', waited());
-    extra[CONSISTENCY_HEADER] = 'verified';
-  } else if (plan.freshness.mode !== 'any' && store.resourceVersion < plan.freshness.resourceVersion) {
-    // Upstream may already be there; it answers (or gives its own 504) rather than Levee guessing.
-    if (!(await store.waitUntilFresh(plan.freshness.resourceVersion, FRESHNESS_WAIT_MS))) return 'forward';
-  } else if (plan.consistentRead) {
-    // The `cache` policy: a read without resourceVersion answered from the cache as it is.
-    observer.consistentRead(r.name, 'cache-policy', 0);
-    extra[CONSISTENCY_HEADER] = 'cache';
-  }
+  const proof = await prove(r, plan.freshness, plan.consistentRead === true, arrivedAt, observer);
+  if (!proof.fresh) return { forward: proof.stale };
+  if (proof.consistency) extra[CONSISTENCY_HEADER] = proof.consistency;
   if (plan.verb === 'get') return serveGet(r, plan, res, { ...headers(requestId), ...extra });
 
   let snapshot: Snapshot | undefined;
@@ -82,7 +46,7 @@ export async function serveRead(
   const query: ListQuery = { namespace: plan.namespace, labels: plan.labels, fields: plan.fields, limit: plan.limit };
   if (plan.freshness.mode === 'exact') {
     snapshot = store.snapshotAt(plan.freshness.resourceVersion);
-    if (!snapshot) return 'forward';
+    if (!snapshot) return { forward: 'snapshot-expired' };
     if (plan.continueToken) {
       // The token's start is relative to the list's prefix: the namespace when listing one.
       query.startKey = plan.namespace === '' ? plan.continueToken.start : `/${plan.namespace}${plan.continueToken.start}`;
@@ -120,7 +84,7 @@ function envelope(r: CachedResource, resourceVersion: string, cont: string | und
     if (cont !== undefined && remaining !== undefined) meta.push(`"remainingItemCount":${remaining}`);
     meta.push(`"resourceVersion":${JSON.stringify(resourceVersion)}`);
     return [
-      Buffer.from(`{"apiVersion":${JSON.stringify(apiVersion(r))},"items":[`),
+      Buffer.from(`{"apiVersion":${JSON.stringify(apiVersionOf(r.info))},"items":[`),
       Buffer.from(`],"kind":${JSON.stringify(r.info.listKind)},"metadata":{${meta.join(',')}}}\n`),
     ];
   }
@@ -129,19 +93,19 @@ function envelope(r: CachedResource, resourceVersion: string, cont: string | und
     meta.push(`"continue":${JSON.stringify(cont)}`);
     if (remaining !== undefined) meta.push(`"remainingItemCount":${remaining}`);
   }
-  return [Buffer.from(`{"kind":${JSON.stringify(`${r.info.kind}List`)},"apiVersion":${JSON.stringify(apiVersion(r))},"metadata":{${meta.join(',')}},"items":[`), TAIL];
+  return [Buffer.from(`{"kind":${JSON.stringify(`${r.info.kind}List`)},"apiVersion":${JSON.stringify(apiVersionOf(r.info))},"metadata":{${meta.join(',')}},"items":[`), TAIL];
 }
 
 function serveGet(r: CachedResource, plan: ReadPlan, res: DownstreamResponse, responseHeaders: Record<string, string>): ServeResult {
   const o = r.store.get(objectKey(plan.namespace, plan.name));
   // Absent from a partial cache says nothing about the apiserver: it answers.
-  if (!o && plan.partial) return 'forward';
+  if (!o && plan.partial) return { forward: 'outside-selection' };
   if (!o) {
     writeStatus(res, newNotFound({ group: r.info.group, resource: r.info.resource }, plan.name));
     return { code: 404 };
   }
   res.writeHead(200, responseHeaders);
-  res.end(Buffer.concat([...objectBytes(r, o), NEWLINE]));
+  res.end(Buffer.concat([...objectBytes(r.info, o), NEWLINE]));
   return { code: 200 };
 }
 
@@ -149,24 +113,10 @@ function serveGet(r: CachedResource, plan: ReadPlan, res: DownstreamResponse, re
  * Says how a read without resourceVersion was answered from the cache: `verified` (the cache was
  * proven at least as new as the apiserver) or `cache` (the configured cache policy, possibly stale).
  */
-export const CONSISTENCY_HEADER = 'levee-consistent-read';
 
 const NEWLINE = Buffer.from('\n');
 const COMMA = Buffer.from(',');
 const TAIL = Buffer.from(']}\n');
-
-const prefixes = new WeakMap<CachedResource, Buffer>();
-
-/** The object as a GET or watch answer carries it: with kind and apiVersion for typed objects. */
-export function objectBytes(r: CachedResource, o: CachedObject): Buffer[] {
-  if (!o.typed) return [o.item];
-  let prefix = prefixes.get(r);
-  if (!prefix) {
-    prefix = typeMetaPrefix({ kind: r.info.kind, apiVersion: apiVersion(r) });
-    prefixes.set(r, prefix);
-  }
-  return [prefix, o.item.subarray(1)];
-}
 
 async function writeItems(res: DownstreamResponse, head: Buffer, items: readonly CachedObject[], tail: Buffer): Promise<void> {
   let parts: Buffer[] = [head];

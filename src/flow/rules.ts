@@ -15,9 +15,9 @@
 // A rule that names users, groups or service accounts needs the client's user; only then is a
 // bearer token reviewed for the rules (a forwarded request is otherwise the apiserver's to
 // authenticate).
-import type { UserInfo } from '../auth/user.ts';
-import { queryBool, type RequestInfo } from '../serve/requestinfo.ts';
-import type { ConsistentReads } from '../serve/decide.ts';
+import type { UserInfo } from '../api/user.ts';
+import { queryBool, type RequestInfo } from '../api/requestinfo.ts';
+import { CONSISTENT_READS, isConsistentReads, type ConsistentReads } from '../api/consistency.ts';
 
 export interface RuleMatch {
   verbs?: string[] | undefined;
@@ -124,8 +124,6 @@ export async function consistentReadsFor(rules: readonly Rule[], r: RuleRequest,
   return rule?.consistentReads;
 }
 
-const POLICIES: readonly ConsistentReads[] = ['verify', 'cache', 'forward'];
-
 /**
  * --consistent-reads-for as a rule: "user:NAME=POLICY", "group:NAME=POLICY",
  * "serviceaccount:NAMESPACE:NAME=POLICY" (NAME "*" for every service account of the namespace).
@@ -137,8 +135,8 @@ export function parseConsistentReadsFor(value: string): Rule {
   if (eq === -1 || colon === -1 || colon > eq) throw new Error(`"${value}" is not KIND:NAME=POLICY`);
   const kind = value.slice(0, colon);
   const name = value.slice(colon + 1, eq);
-  const policy = value.slice(eq + 1) as ConsistentReads;
-  if (!POLICIES.includes(policy)) throw new Error(`"${policy}" is not one of ${POLICIES.join(', ')}`);
+  const policy = value.slice(eq + 1);
+  if (!isConsistentReads(policy)) throw new Error(`"${policy}" is not one of ${CONSISTENT_READS.join(', ')}`);
   if (name === '') throw new Error(`"${value}" names no ${kind}`);
   const rule = (match: RuleMatch): Rule => ({ name: `consistent-reads-for ${value}`, match, consistentReads: policy });
   switch (kind) {

@@ -2,31 +2,13 @@
 // events as the store applies them, bookmarks when asked for, ended at the deadline. Registration
 // and the read of the window happen in one turn of the event loop, so no event falls between them.
 import type { CachedResource } from '../cache/cache.ts';
-import type { FieldSelector } from '../selectors/fields.ts';
-import type { LabelSelector } from '../selectors/labels.ts';
 import { CacheWatcher } from '../watch/watcher.ts';
 import { addedLine, initialEventsEndLine } from '../watch/encode.ts';
 import { listLive } from '../store/query.ts';
 import type { CachedObject } from '../store/object.ts';
-import { CONSISTENT_WAIT_MS, FRESHNESS_WAIT_MS, type ConsistentReadObserver } from './readcache.ts';
-import type { DownstreamResponse } from './downstream.ts';
-
-export interface WatchPlan {
-  namespace: string;
-  labels: LabelSelector;
-  fields: FieldSelector;
-  /** Events after this resourceVersion; with `initial`, the start is the state's own. */
-  resourceVersion: number;
-  /**
-   * Begin with the current state as ADDED events: as of any time (`any`, resourceVersion 0), as
-   * new as the apiserver (`consistent`, unset), or not older than resourceVersion.
-   */
-  initial?: 'any' | 'consistent' | 'notOlderThan' | undefined;
-  /** After the initial state, a BOOKMARK annotated k8s.io/initial-events-end (watch-list). */
-  initialEventsEnd: boolean;
-  allowBookmarks: boolean;
-  timeoutSeconds: number | undefined;
-}
+import { prove, type ConsistentReadObserver, type Stale } from './freshness.ts';
+import type { DownstreamResponse } from '../http/downstream.ts';
+import type { WatchPlan } from './decide.ts';
 
 // Without timeoutSeconds the apiserver picks a random deadline in [min-request-timeout,
 // 2 × min-request-timeout), 30 to 60 min.
@@ -40,8 +22,9 @@ export interface ServedWatch {
 }
 
 /**
- * 'forward' when the cache cannot start this watch exactly: the window no longer holds the client's
- * resourceVersion, or the state could not be proven fresh in time (the apiserver may do either).
+ * A reason to forward when the cache cannot start this watch exactly: the window no longer holds
+ * the client's resourceVersion, or the state could not be proven fresh in time (the apiserver may
+ * do either).
  */
 export async function serveWatch(
   r: CachedResource,
@@ -50,21 +33,12 @@ export async function serveWatch(
   arrivedAt: bigint,
   observer: ConsistentReadObserver,
   requestId?: string,
-): Promise<'forward' | ServedWatch> {
-  if (plan.initial === 'consistent') {
-    let rv: number;
-    try {
-      rv = await r.probe.current(arrivedAt);
-    } catch {
-      return 'forward';
-    }
-    if (r.store.resourceVersion < rv && !(await r.store.waitUntilFresh(rv, CONSISTENT_WAIT_MS))) {
-      observer.consistentRead(r.name, 'forwarded', 0);
-      return 'forward';
-    }
-    observer.consistentRead(r.name, 'verified', 0);
-  } else if (plan.initial === 'notOlderThan' && r.store.resourceVersion < plan.resourceVersion) {
-    if (!(await r.store.waitUntilFresh(plan.resourceVersion, FRESHNESS_WAIT_MS))) return 'forward';
+): Promise<{ forward: Stale | 'window-expired' } | ServedWatch> {
+  if (plan.initial) {
+    const freshness =
+      plan.initial === 'notOlderThan' ? { mode: plan.initial, resourceVersion: plan.resourceVersion } : { mode: plan.initial };
+    const proof = await prove(r, freshness, plan.consistentRead === true, arrivedAt, observer);
+    if (!proof.fresh) return { forward: proof.stale };
   }
   // From here to registration nothing awaits: the state read and the live events join exactly.
   let initial: CachedObject[] = [];
@@ -74,7 +48,7 @@ export async function serveWatch(
     from = r.store.resourceVersion;
   }
   const backlog = plan.initial ? [] : r.store.events.since(from);
-  if (!backlog) return 'forward';
+  if (!backlog) return { forward: 'window-expired' };
   const headers: Record<string, string> = { 'content-type': 'application/json', 'cache-control': 'no-cache, private' };
   if (requestId) headers['audit-id'] = flat(requestId);
   res.writeHead(200, headers);
@@ -83,8 +57,8 @@ export async function serveWatch(
   const timeoutMs = (plan.timeoutSeconds ?? MIN_REQUEST_TIMEOUT_S * (1 + Math.random())) * 1000;
   const filter = { namespace: plan.namespace, labels: plan.labels, fields: plan.fields, resourceVersion: from };
   const watcher = new CacheWatcher(r, filter, res, { timeoutMs, bookmarks: plan.allowBookmarks });
-  for (const o of initial) watcher.push(addedLine(r, o));
-  if (plan.initial && plan.initialEventsEnd) watcher.push(initialEventsEndLine(r, from));
+  for (const o of initial) watcher.push(addedLine(r.info, o));
+  if (plan.initial && plan.initialEventsEnd) watcher.push(initialEventsEndLine(r.info, from));
   for (const e of backlog) watcher.offer(e);
   watcher.start();
   // The watcher is its own handle (done, endWith): no wrapper object or closure per watch.

@@ -1,0 +1,123 @@
+// The stages of a request that may be answered from the cache: decide (serve/decide.ts chooses,
+// given the request, the cached resource and the consistent-read policy in force), authorize (a
+// client Levee would not let see the object gets the apiserver's 403 and no cached byte), answer.
+// Whatever cannot be answered comes back as a forward reason, counted once, here.
+import type { ResourceAttributes } from '../api/attributes.ts';
+import type { Cache, CachedResource } from '../cache/cache.ts';
+import type { AccessGuard } from '../auth/guard.ts';
+import { isImpersonationHeader } from '../auth/impersonation.ts';
+import type { Entry as WatchEntry, WatchReauthorizer } from '../auth/watchrecheck.ts';
+import type { FlowController } from '../flow/flowcontrol.ts';
+import { beginsWithState, consistentReadsFor, type Rule } from '../flow/rules.ts';
+import type { DownstreamRequest, DownstreamResponse } from '../http/downstream.ts';
+import { writeStatus } from '../http/respond.ts';
+import type { GatewayMetrics } from '../metrics/metrics.ts';
+import type { Admitted } from './admission.ts';
+import { decide, type ForwardReason, type ReadPlan, type WatchPlan } from './decide.ts';
+import { serveRead } from './read.ts';
+import { serveWatch } from './watch.ts';
+
+export interface AnswerDeps {
+  guard: AccessGuard;
+  metrics: GatewayMetrics;
+  cache?: Cache | undefined;
+  watchReauthorizer?: WatchReauthorizer | undefined;
+  flow?: FlowController | undefined;
+  rules?: (() => readonly Rule[]) | undefined;
+}
+
+/** A watch answered from the cache: its end, and its re-authorization to stop then. */
+export interface CachedWatch {
+  done: Promise<number>;
+  recheck: WatchEntry | undefined;
+}
+
+/** Where the cache stages left a request: answered, watching, or to be forwarded (and why). */
+export type Outcome = { answered: number } | { watching: CachedWatch } | { forward: ForwardReason };
+
+type Decided = { forward: ForwardReason } | { cached: CachedResource; plan: ReadPlan | WatchPlan };
+
+/** Stage: decide. The consistent-read policy a rule names for this client goes in with the rest. */
+export async function decideRequest(deps: AnswerDeps, req: DownstreamRequest, admitted: Admitted): Promise<Decided> {
+  const { info } = admitted;
+  const cached = deps.cache?.lookup(info.apiGroup, info.resource);
+  const url = req.url ?? '/';
+  const q = url.indexOf('?');
+  const query = new URLSearchParams(q === -1 ? '' : url.slice(q + 1));
+  // Only a read of a cached resource without resourceVersion consults the rules' policies.
+  const rules = deps.rules?.() ?? [];
+  const ruleConsistentReads =
+    cached && rules.length > 0 && !query.get('resourceVersion')
+      ? // A user that cannot be learned now leaves the resource's own policy in force.
+        await consistentReadsFor(rules, { info, beginsWithState: beginsWithState(info, query) }, admitted.user, deps.flow?.upstreamBusy('read') ?? false).catch(() => undefined)
+      : undefined;
+  const decision = decide(
+    {
+      method: req.method,
+      info,
+      query,
+      accept: req.headers.accept,
+      userAgent: req.headers['user-agent'],
+      impersonating: Object.keys(req.headers).some(isImpersonationHeader),
+    },
+    {
+      cached: cached !== undefined,
+      synced: cached?.store.synced ?? false,
+      namespaced: cached?.info.namespaced ?? false,
+      consistentReads: cached?.consistentReads ?? 'forward',
+      ruleConsistentReads,
+      selection: cached?.selection,
+      watchList: cached?.reflector.watchListSupported ?? false,
+      version: cached?.info.version,
+      selectableFields: cached?.info.selectableFields,
+    },
+  );
+  if (decision.source === 'upstream' || !cached) return { forward: decision.source === 'upstream' ? decision.reason : 'not-cached' };
+  return { cached, plan: decision.plan };
+}
+
+/** The attributes the apiserver's authorization filter would check for this request. */
+export function attributesOf(admitted: Admitted): ResourceAttributes {
+  const { info } = admitted;
+  return {
+    verb: info.verb,
+    group: info.apiGroup,
+    version: info.apiVersion,
+    resource: info.resource,
+    subresource: info.subresource,
+    namespace: info.namespace,
+    name: info.name,
+    fieldSelector: info.fieldSelector,
+    labelSelector: info.labelSelector,
+  };
+}
+
+/** Stages: authorize, then answer from the cache; a forward reason when the apiserver must. */
+export async function answerFromCache(
+  deps: AnswerDeps,
+  admitted: Admitted,
+  decided: { cached: CachedResource; plan: ReadPlan | WatchPlan },
+  res: DownstreamResponse,
+  arrivedAt: bigint,
+  requestId: string,
+): Promise<Outcome> {
+  const attrs = attributesOf(admitted);
+  const admission = await deps.guard.admit(admitted.credential, attrs);
+  if (admission.allowed === false) {
+    // Refused exactly as the apiserver refuses: no cached byte reaches this client.
+    writeStatus(res, admission.status);
+    return { answered: admission.status.code };
+  }
+  if (admission.allowed === 'undecided') return { forward: 'undecided' };
+  const { cached, plan } = decided;
+  if ('initialEventsEnd' in plan) {
+    const watching = await serveWatch(cached, plan, res, arrivedAt, deps.metrics.cache, requestId);
+    if ('forward' in watching) return watching;
+    const recheck = deps.watchReauthorizer?.add(admitted.credential, attrs, watching);
+    // Wrapped, not awaited: a suspended async frame keeps every local it held (the query, the
+    // decision) until the watch ends, hours later, in each of thousands of watches.
+    return { watching: { done: watching.done, recheck } };
+  }
+  const served = await serveRead(cached, plan, res, arrivedAt, deps.metrics.cache, requestId);
+  return 'forward' in served ? served : { answered: served.code };
+}
