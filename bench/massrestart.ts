@@ -1,8 +1,10 @@
 // A mass restart of DaemonSet agents: K agents, each with its own service-account token and its own
-// HTTP/2 connection, start at the same instant. Each does what a node agent's informers do: LIST
-// the pods on its node and its Node (resourceVersion=0), then WATCH both from the lists'
-// resourceVersions. An agent is synced when both watches are open. 429s are retried after their
-// Retry-After, other failures with client-go's backoff; both are counted.
+// HTTP/2 connection, start at the same instant. Each does what a node agent's informers do, for the
+// pods on its node and its Node. As client-go 1.35+ informers start (--informers watch-list, the
+// default): a consistent watch-list, without resourceVersion, synced at its initial-events-end
+// bookmark, the stream going on as the watch. As older ones (--informers list): LIST with
+// resourceVersion=0, then WATCH from the list's resourceVersion, synced once the watch is open.
+// 429s are retried after their Retry-After, other failures with client-go's backoff; both counted.
 //
 // Measured in one run, first directly against the apiserver, then through Levee (started and
 // synced beforehand, as a gateway is when the agents' nodes restart): the time until every agent
@@ -11,6 +13,7 @@
 //
 //   npm run bench:massrestart                 # 2,000 agents over the 1,000 nodes of the generated cluster
 //   npm run bench:massrestart -- --agents 500
+//   npm run bench:massrestart -- --informers list   # LIST resourceVersion=0, then WATCH
 //   npm run bench:massrestart -- --profile DIR  # Levee writes a V8 CPU profile into DIR when it stops
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -27,8 +30,10 @@ import { cpuSeconds, rssBytes, testenvPids } from './lib/watchproc.ts';
 import { metric, parseMetrics, type Sample } from './lib/prom.ts';
 import { quantile } from './lib/stats.ts';
 
-const { values } = parseArgs({ options: { agents: { type: 'string', default: '2000' }, profile: { type: 'string' } } });
+const { values } = parseArgs({ options: { agents: { type: 'string', default: '2000' }, profile: { type: 'string' }, informers: { type: 'string', default: 'watch-list' } } });
 const K = Number(values.agents);
+const WATCH_LIST = values.informers === 'watch-list';
+if (!WATCH_LIST && values.informers !== 'list') throw new Error('--informers is watch-list or list');
 const env = loadEnv();
 const ca = readFileSync(env.caFile);
 // One TLS context for every agent connection: given only `ca`, each connect() would build a context
@@ -132,6 +137,40 @@ function h2watch(session: ClientHttp2Session, path: string, tok: string, fleet: 
   });
 }
 
+/**
+ * Opens a watch-list; resolves with its status once its initial-events-end bookmark has arrived (or
+ * with the status of a refusal). The stream stays open as the watch.
+ */
+function h2watchList(session: ClientHttp2Session, path: string, tok: string, fleet: Fleet): Promise<{ status: number; retryAfter: number }> {
+  return new Promise((resolvePromise, reject) => {
+    const s = session.request({ ':path': path, authorization: `Bearer ${tok}`, accept: 'application/json' });
+    let tail = '';
+    let done = false;
+    s.on('response', (h) => {
+      const status = Number(h[constants.HTTP2_HEADER_STATUS]);
+      if (status !== 200) {
+        s.resume();
+        resolvePromise({ status, retryAfter: Number(h['retry-after'] ?? 0) });
+        return;
+      }
+      fleet.streams.push({ close: () => s.close() });
+      // Only the end bookmark's annotation matters; the objects are not parsed.
+      s.on('data', (c: Buffer) => {
+        if (done) return;
+        tail = (tail + c.toString('latin1')).slice(-128);
+        if (tail.includes('"k8s.io/initial-events-end":"true"')) {
+          done = true;
+          resolvePromise({ status: 200, retryAfter: 0 });
+        }
+      });
+      s.on('end', () => {
+        if (!done) reject(Object.assign(new Error('watch-list ended before its initial state'), { code: 'ended' }));
+      });
+    });
+    s.on('error', reject);
+  });
+}
+
 async function runAgent(origin: string, i: number, t0: number, fleet: Fleet): Promise<AgentResult> {
   const tok = tokens[i]!;
   const node = nodeOf(i);
@@ -181,13 +220,19 @@ async function runAgent(origin: string, i: number, t0: number, fleet: Fleet): Pr
     if (!m) throw new Error(`no resourceVersion in ${body.slice(0, 200)}`);
     return m[1]!;
   };
-  const [pods, nodes] = await Promise.all([
-    attempt(() => h2get(sessionNow(), `${podsPath}&resourceVersion=0`, tok)),
-    attempt(() => h2get(sessionNow(), `${nodesPath}&resourceVersion=0`, tok)),
-  ]);
-  const watch = (path: string, rv: string) =>
-    attempt(() => h2watch(sessionNow(), `${path}&watch=true&allowWatchBookmarks=true&resourceVersion=${rv}&timeoutSeconds=${600 + (i % 60)}`, tok, fleet));
-  await Promise.all([watch(podsPath, rvOf(pods.body)), watch(nodesPath, rvOf(nodes.body))]);
+  if (WATCH_LIST) {
+    const watchList = (path: string) =>
+      attempt(() => h2watchList(sessionNow(), `${path}&watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=${600 + (i % 60)}`, tok, fleet));
+    await Promise.all([watchList(podsPath), watchList(nodesPath)]);
+  } else {
+    const [pods, nodes] = await Promise.all([
+      attempt(() => h2get(sessionNow(), `${podsPath}&resourceVersion=0`, tok)),
+      attempt(() => h2get(sessionNow(), `${nodesPath}&resourceVersion=0`, tok)),
+    ]);
+    const watch = (path: string, rv: string) =>
+      attempt(() => h2watch(sessionNow(), `${path}&watch=true&allowWatchBookmarks=true&resourceVersion=${rv}&timeoutSeconds=${600 + (i % 60)}`, tok, fleet));
+    await Promise.all([watch(podsPath, rvOf(pods.body)), watch(nodesPath, rvOf(nodes.body))]);
+  }
   r.syncedMs = performance.now() - t0;
   fleet.synced++;
   return r;
@@ -329,7 +374,11 @@ const reviews = {
   subjectAccessReviews: metric(leveeMetrics, 'levee_subject_access_reviews_total') ?? 0,
   serviceAccountTokensVerifiedLocally: metric(leveeMetrics, 'levee_serviceaccount_tokens_verified_locally_total') ?? 0,
 };
-const report = { benchmark: 'massrestart', date: new Date().toISOString(), node: process.version, apiserver: env.version, agents: K, nodes: layout.nodes.length, pods: layout.pods.length, direct, via, leveeReviewsSinceStart: reviews };
+const consistent = {
+  verified: metric(leveeMetrics, 'levee_consistent_reads_total', { resource: 'pods', result: 'verified' }) ?? 0,
+  forwarded: metric(leveeMetrics, 'levee_consistent_reads_total', { resource: 'pods', result: 'forwarded' }) ?? 0,
+};
+const report = { benchmark: 'massrestart', informers: values.informers, leveeConsistentReadsOfPods: consistent, date: new Date().toISOString(), node: process.version, apiserver: env.version, agents: K, nodes: layout.nodes.length, pods: layout.pods.length, direct, via, leveeReviewsSinceStart: reviews };
 const out = resolve(import.meta.dirname, 'results');
 mkdirSync(out, { recursive: true });
 writeFileSync(resolve(out, 'massrestart.json'), JSON.stringify(report, null, 2) + '\n');
@@ -341,8 +390,9 @@ const kinds = (p: Phase) => Object.entries(p.upstreamByKind).sort((a, b) => b[1]
 const md = `# Mass restart: ${K} agents at once
 
 ${report.date}, Kubernetes ${env.version}, Node ${process.version}; ${layout.pods.length} pods on ${layout.nodes.length} nodes, ${K} agents
-(service accounts, one HTTP/2 connection each) on ${Math.min(K, layout.nodes.length)} nodes. Each agent LISTs the pods on its node
-and its Node (resourceVersion=0), then WATCHes both; synced = both watches open. 429s are retried after Retry-After.
+(service accounts, one HTTP/2 connection each) on ${Math.min(K, layout.nodes.length)} nodes. ${WATCH_LIST ? `Each agent starts as a client-go 1.35+ informer does, for the pods
+on its node and its Node: a consistent watch-list (no resourceVersion); synced = both initial-events-end bookmarks received.` : `Each agent LISTs the pods on its node
+and its Node (resourceVersion=0), then WATCHes both; synced = both watches open.`} 429s are retried after Retry-After.
 Directly first, then through Levee (\`--cache pods,nodes --authorization-local-rbac --authentication-local-serviceaccount-tokens\`, synced before the agents start, running as
 deploy/rbac.yaml's account). Watches that reached the apiserver are counted while open (apiserver_longrunning_requests).
 
@@ -364,6 +414,7 @@ What reached the apiserver, by verb and resource:
 - directly: ${kinds(direct)}
 - through Levee: ${kinds(via)}
 
+Consistent reads of pods through Levee: ${consistent.verified} proven fresh and answered from the cache, ${consistent.forwarded} forwarded.
 Levee since its start: ${reviews.tokenReviews} TokenReviews, ${reviews.subjectAccessReviews} SubjectAccessReviews sent;
 ${reviews.serviceAccountTokensVerifiedLocally} service-account token authentications verified locally.
 `;

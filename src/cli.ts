@@ -67,6 +67,7 @@ async function main(): Promise<number> {
     resourceOptions: options.resourceOptions,
     discoveryTtlMs: options.discoveryTtlMs,
     coalesceMaxBytes: options.coalesceMaxBytes,
+    consistentReadProofBytes: options.consistentReadProofBytes,
   });
   const stopWatching = options.configFile ? watchConfig(options.configFile, argv, gateway, logger) : () => undefined;
   const signal = await new Promise<NodeJS.Signals>((resolve) => {

@@ -41,6 +41,8 @@ export interface GatewayConfig {
   discoveryTtlMs?: number | undefined;
   /** The largest upstream answer shared by identical concurrent reads; 0 coalesces nothing. */
   coalesceMaxBytes?: number | undefined;
+  /** Consistent reads answering at least this many bytes wait for the proof of freshness (serve/decide.ts). */
+  consistentReadProofBytes?: number | undefined;
 }
 
 export const DEFAULT_DISCOVERY_TTL_MS = 5_000;
@@ -173,6 +175,7 @@ export async function startGateway(config: GatewayConfig): Promise<Gateway> {
     ending: ending.signal,
     discovery,
     coalescer,
+    consistentReadProofBytes: config.consistentReadProofBytes,
   });
   let listener: Listener;
   try {

@@ -49,7 +49,12 @@ tool (
 	k8s.io/kubernetes/cmd/kubectl
 )
 
-require go.etcd.io/etcd/server/v3 v3.7.0
+require (
+	github.com/anishathalye/porcupine v1.3.1
+	go.etcd.io/etcd/server/v3 v3.7.0
+	k8s.io/apimachinery v0.37.1
+	k8s.io/client-go v0.37.1
+)
 
 require (
 	cel.dev/expr v0.25.1 // indirect
@@ -179,10 +184,8 @@ require (
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 	k8s.io/api v0.37.1 // indirect
 	k8s.io/apiextensions-apiserver v0.0.0 // indirect
-	k8s.io/apimachinery v0.37.1 // indirect
 	k8s.io/apiserver v0.37.1 // indirect
 	k8s.io/cli-runtime v0.37.1 // indirect
-	k8s.io/client-go v0.37.1 // indirect
 	k8s.io/cloud-provider v0.37.1 // indirect
 	k8s.io/cluster-bootstrap v0.0.0 // indirect
 	k8s.io/component-base v0.37.1 // indirect

@@ -16,7 +16,7 @@ import { Store } from '../store/store.ts';
 import type { UpstreamPools } from '../upstream/pools.ts';
 import { Backoff } from '../reflector/backoff.ts';
 import type { ConsistentReads } from '../api/consistency.ts';
-import { ConsistencyProbe } from './consistency.ts';
+import { ConsistencyProof } from './consistency.ts';
 import { WatcherRegistry } from '../watch/registry.ts';
 import type { Selection } from './selection.ts';
 import { parseFieldSelector } from '../selectors/fields.ts';
@@ -38,7 +38,8 @@ export interface CachedResource {
   info: ResourceInfo;
   store: Store;
   reflector: Reflector;
-  probe: ConsistencyProbe;
+  /** Proves the store as new as the apiserver, for reads without a resourceVersion. */
+  consistency: ConsistencyProof;
   consistentReads: ConsistentReads;
   selection?: Selection | undefined;
   watchers: WatcherRegistry;
@@ -200,12 +201,13 @@ export class Cache {
     this.#failed.delete(name);
     const fieldIndexes = [...new Set([...(info.group === '' ? (DEFAULT_FIELD_INDEXES[info.resource] ?? []) : []), ...(options.indexes ?? [])])];
     const store = new Store({ fieldIndexes });
+    const selector = selection ? { labelSelector: selection.labelSelector, fieldSelector: selection.fieldSelector } : undefined;
     const reflector = new Reflector({
       info,
       pools: this.#pools,
       store,
       logger: this.#logger,
-      selector: selection ? { labelSelector: selection.labelSelector, fieldSelector: selection.fieldSelector } : undefined,
+      selector,
       hooks: {
         relisted: (objects, bytes, seconds) => {
           this.#metrics.relisted(name, objects, bytes, seconds);
@@ -221,7 +223,7 @@ export class Cache {
       info,
       store,
       reflector,
-      probe: new ConsistencyProbe(this.#pools, info),
+      consistency: new ConsistencyProof(this.#pools, info, store, reflector, selector),
       consistentReads: this.#consistentReads(name),
       selection,
       watchers,

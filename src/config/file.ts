@@ -97,6 +97,7 @@ export const configSchema = z.strictObject({
   cache: z
     .strictObject({
       consistentReads: consistentReads.optional(),
+      consistentReadProofBytes: z.number().int().min(0).optional(),
       resources: z
         .array(
           z.union([
@@ -206,6 +207,7 @@ export function configToArgs(c: ConfigFile): string[] {
     }
   } else {
     flag('consistent-reads', c.cache?.consistentReads);
+    flag('consistent-read-proof-bytes', c.cache?.consistentReadProofBytes);
   }
   const f = c.flowControl;
   flag('max-requests-inflight', f?.maxRequestsInflight);

@@ -53,6 +53,8 @@ export interface Options {
   resourceOptions: Record<string, ResourceOptions>;
   discoveryTtlMs: number;
   coalesceMaxBytes: number;
+  /** Consistent reads answering at least this many bytes wait for the proof of freshness. */
+  consistentReadProofBytes: number;
 }
 
 export const USAGE = `Usage: levee [options]
@@ -108,6 +110,13 @@ Options:
                              cache once proven as new as the apiserver, else forwarded), cache (like
                              resourceVersion=0), or forward; per resource with name=policy, e.g.
                              "verify,nodes=cache"
+  --consistent-read-proof-bytes N
+                             under verify, a read without resourceVersion whose answer from the
+                             cache is at least N bytes, and any such read while requests queue for
+                             the upstream bound, waits (about a second, at most 3 s) for the proof
+                             that the cache is as new as the apiserver; smaller ones are forwarded,
+                             which costs the apiserver less; a watch-list start always waits; 0 makes
+                             every one wait (default: 1048576)
   --consistent-reads-for KIND:NAME=POLICY
                              the same policy for one client, ahead of the resource's: user:NAME,
                              group:NAME or serviceaccount:NAMESPACE:NAME (NAME * for all in the
@@ -227,6 +236,7 @@ function parseArgv(argv: string[]): Options | 'help' {
         cache: { type: 'string', default: DEFAULT_RESOURCES.join(',') },
         'consistent-reads': { type: 'string', default: 'verify' },
         'consistent-reads-for': { type: 'string', multiple: true },
+        'consistent-read-proof-bytes': { type: 'string', default: '1048576' },
         'cache-selector': { type: 'string', multiple: true },
         'cache-label-selector': { type: 'string', multiple: true },
         'cache-index': { type: 'string', multiple: true },
@@ -309,6 +319,7 @@ function parseArgv(argv: string[]): Options | 'help' {
     resourceOptions: parseResourceOptions(values['cache-selector'] ?? [], values['cache-label-selector'] ?? [], values['cache-index'] ?? []),
     discoveryTtlMs: duration('discovery-cache-ttl'),
     coalesceMaxBytes: count('coalesce-max-bytes', 4194304),
+    consistentReadProofBytes: count('consistent-read-proof-bytes', 1048576),
   };
 }
 

@@ -44,7 +44,7 @@ export function effectiveConfig(o: Options): ConfigFile {
       watchReauthorizeInterval: ms(o.watchReauthorizeMs),
       localRBAC: o.localRbac,
     },
-    cache: { consistentReads: o.consistentReads.default, resources },
+    cache: { consistentReads: o.consistentReads.default, consistentReadProofBytes: o.consistentReadProofBytes, resources },
     flowControl: {
       maxRequestsInflight: seatsOf(o.flow.requests.read),
       maxMutatingRequestsInflight: seatsOf(o.flow.requests.mutating),

@@ -249,6 +249,7 @@ export class CacheMetrics {
   readonly #listSeconds: Histogram<'resource'>;
   readonly #consistentReads: Counter<'resource' | 'result'>;
   readonly #consistentWait: Histogram<'resource'>;
+  readonly #consistentBytes: Counter<'resource' | 'source'>;
 
   constructor(registry: Registry) {
     const stores = this.#stores;
@@ -311,16 +312,22 @@ export class CacheMetrics {
     this.#restarts = new Counter({ name: 'levee_reflector_watch_restarts_total', help: 'Reflector watch restarts, by reason (expired window, error).', labelNames: ['resource', 'reason'], registers: [registry] });
     this.#consistentReads = new Counter({
       name: 'levee_consistent_reads_total',
-      help: 'Reads without resourceVersion on cached resources: verified and served from cache, served under the cache policy, or forwarded.',
+      help: 'Reads without resourceVersion on cached resources: proven fresh and served from the cache, served under the cache policy, or forwarded (levee_read_forwarded_total says why).',
       labelNames: ['resource', 'result'],
       registers: [registry],
     });
     this.#consistentWait = new Histogram({
       name: 'levee_consistent_read_wait_seconds',
-      help: 'Time a read without resourceVersion spent learning the apiserver\'s resourceVersion and waiting for the cache to reach it.',
+      help: 'Time a read without resourceVersion waited for the proof that the cache is as new as the apiserver (learning its resourceVersion, then a bookmark), whether it came or not.',
       labelNames: ['resource'],
       // The apiserver's own apiserver_watch_cache_read_wait_seconds buckets.
       buckets: [0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1, 1.25, 1.5, 2, 3],
+      registers: [registry],
+    });
+    this.#consistentBytes = new Counter({
+      name: 'levee_consistent_read_bytes_total',
+      help: 'Bytes of the answers to reads without resourceVersion on cached resources, by who gave them: the cache or the apiserver (for a watch, its initial state from the cache, and all it carried when forwarded).',
+      labelNames: ['resource', 'source'],
       registers: [registry],
     });
     this.#listSeconds = new Histogram({
@@ -332,9 +339,13 @@ export class CacheMetrics {
     });
   }
 
-  consistentRead(resource: string, result: 'verified' | 'cache-policy' | 'forwarded', waitSeconds: number): void {
+  consistentRead(resource: string, result: 'verified' | 'cache-policy' | 'forwarded', waitSeconds?: number): void {
     this.#consistentReads.inc({ resource, result });
-    if (result !== 'cache-policy') this.#consistentWait.observe({ resource }, waitSeconds);
+    if (waitSeconds !== undefined) this.#consistentWait.observe({ resource }, waitSeconds);
+  }
+
+  consistentBytes(resource: string, source: 'cache' | 'upstream', bytes: number): void {
+    this.#consistentBytes.inc({ resource, source }, bytes);
   }
 
   observe(resource: string, store: Store, watchers?: { readonly size: number }): void {

@@ -62,6 +62,9 @@ const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
 
 const MAX_ERROR_BODY = 64 * 1024;
 
+/** The deadline of a bookmark probe: the apiserver bookmarks a watch 2 s before its deadline. */
+const PROBE_TIMEOUT_SECONDS = 3;
+
 export class Reflector {
   readonly #o: ReflectorOptions;
   readonly #decode: Decoder;
@@ -70,6 +73,8 @@ export class Reflector {
   readonly #log: Logger;
   #running: Promise<void> | undefined;
   #needList = true;
+  /** The bookmark probe under way, if any (bookmarkSoon). */
+  #probing: Promise<void> | undefined;
   // Set once the upstream has shown it does not do watch-list for this resource; every later
   // relist is a paged LIST.
   #watchListUnsupported = false;
@@ -87,6 +92,77 @@ export class Reflector {
 
   start(): void {
     this.#running ??= this.#run();
+  }
+
+  /** Whether bookmarkSoon can probe now: not while the store is (re)listing, or after stop. */
+  get canProbe(): boolean {
+    return !this.#needList && this.#o.store.synced && !this.#abort.signal.aborted;
+  }
+
+  /**
+   * Gets a bookmark to the store soon, whatever the resource is doing: a watch resumed from the
+   * store's resourceVersion with a deadline 3 s away, to which the apiserver sends a bookmark 2 s
+   * before that deadline, at its next bookmark tick (0–2 s; measured in bench/freshness.ts). The
+   * bookmark carries the apiserver's cache revision, and the watch's events, applied as they come,
+   * make the store hold every event up to it. One probe at a time serves every caller; it settles
+   * once its bookmark arrived (or the watch ended without one, or failed: the caller decides what
+   * then). A store still listing has nothing to resume from and settles at once.
+   */
+  bookmarkSoon(): Promise<void> {
+    if (!this.canProbe) return Promise.resolve();
+    if (!this.#probing) {
+      const probing: Promise<void> = this.#probe()
+        .catch((err: unknown) => this.#log.debug({ err: err instanceof Error ? err.message : String(err) }, 'bookmark probe failed'))
+        .finally(() => {
+          if (this.#probing === probing) this.#probing = undefined;
+        });
+      this.#probing = probing;
+    }
+    return this.#probing;
+  }
+
+  async #probe(): Promise<void> {
+    const ac = new AbortController();
+    const stop = (): void => ac.abort();
+    this.#abort.signal.addEventListener('abort', stop, { once: true });
+    try {
+      const res = await this.#o.pools.get('own', 'longRunning').request({
+        method: 'GET',
+        path: this.#query({
+          watch: 'true',
+          resourceVersion: String(this.#o.store.resourceVersion),
+          allowWatchBookmarks: 'true',
+          // 2 s before a 2 s deadline is already past when the apiserver registers the watcher,
+          // and it then sends no bookmark at all: 3 s is the shortest that gets one.
+          timeoutSeconds: String(PROBE_TIMEOUT_SECONDS),
+        }),
+        headers: await this.#headers(),
+        signal: ac.signal,
+      });
+      if (res.statusCode !== 200) {
+        const body = (await res.body.text()).slice(0, MAX_ERROR_BODY);
+        throw statusError(res.statusCode, body, 'bookmark probe');
+      }
+      const watchdog = setTimeout(stop, (PROBE_TIMEOUT_SECONDS + 5) * 1000);
+      const framer = new WatchFramer();
+      try {
+        for await (const chunk of res.body as AsyncIterable<Buffer>) {
+          for (const frame of framer.push(chunk)) {
+            this.#event(frame.type, frame.object);
+            if (frame.type === 'BOOKMARK') return;
+          }
+        }
+      } finally {
+        clearTimeout(watchdog);
+        res.body.destroy();
+      }
+    } catch (err) {
+      // A 410 here is the main watch's to handle (it relists); an abort is the end of the probe.
+      if (ac.signal.aborted || err instanceof ExpiredError) return;
+      throw err;
+    } finally {
+      this.#abort.signal.removeEventListener('abort', stop);
+    }
   }
 
   async stop(): Promise<void> {
@@ -383,9 +459,15 @@ export class Reflector {
     switch (type) {
       case 'ADDED':
       case 'MODIFIED':
-      case 'DELETED':
-        this.#o.store.apply(type, this.#decode(raw));
+      case 'DELETED': {
+        const o = this.#decode(raw);
+        // Two streams may carry the same events (the watch, and a bookmark probe resumed from the
+        // store's resourceVersion): each is complete and ordered from where it began, so an event
+        // at or below the store's resourceVersion is already in the store.
+        if (o.resourceVersion <= this.#o.store.resourceVersion) return;
+        this.#o.store.apply(type, o);
         return;
+      }
       case 'BOOKMARK': {
         const meta = (JSON.parse(raw.toString('utf8')) as { metadata?: { resourceVersion?: string } }).metadata;
         const rv = parseResourceVersion(meta?.resourceVersion ?? '');

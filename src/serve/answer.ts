@@ -15,6 +15,7 @@ import type { GatewayMetrics } from '../metrics/metrics.ts';
 import type { Admitted } from './admission.ts';
 import { decide, type ForwardReason, type ReadPlan, type WatchPlan } from './decide.ts';
 import { serveRead } from './read.ts';
+import { answersAtLeast } from '../store/query.ts';
 import { serveWatch } from './watch.ts';
 
 export interface AnswerDeps {
@@ -24,6 +25,7 @@ export interface AnswerDeps {
   watchReauthorizer?: WatchReauthorizer | undefined;
   flow?: FlowController | undefined;
   rules?: (() => readonly Rule[]) | undefined;
+  consistentReadProofBytes?: number | undefined;
 }
 
 /** A watch answered from the cache: its end, and its re-authorization to stop then. */
@@ -70,6 +72,9 @@ export async function decideRequest(deps: AnswerDeps, req: DownstreamRequest, ad
       watchList: cached?.reflector.watchListSupported ?? false,
       version: cached?.info.version,
       selectableFields: cached?.info.selectableFields,
+      upstreamBusy: deps.flow?.upstreamBusy('read') ?? false,
+      proofBytes: deps.consistentReadProofBytes,
+      answersAtLeast: cached ? (q, bytes) => answersAtLeast(cached.store, q, bytes) : undefined,
     },
   );
   if (decision.source === 'upstream' || !cached) return { forward: decision.source === 'upstream' ? decision.reason : 'not-cached' };

@@ -55,10 +55,14 @@ export interface ChainDeps {
   discovery?: DiscoveryCache | undefined;
   /** Identical reads in flight upstream share one request; without it each goes upstream. */
   coalescer?: ReadCoalescer | undefined;
+  /** Consistent reads answering at least this many bytes wait for the proof (default serve/decide.ts). */
+  consistentReadProofBytes?: number | undefined;
 }
 
 // Reasons that say the request was no read of a cached resource at all: not counted as forwards.
 const NOT_A_CACHED_READ: ReadonlySet<ForwardReason> = new Set(['not-a-read', 'not-cached']);
+// Reasons a read without resourceVersion of a cached resource goes to the apiserver.
+const CONSISTENT_FORWARDS: ReadonlySet<ForwardReason> = new Set(['consistent-read', 'consistency-cost', 'consistency-probe-failed', 'consistency-unproven']);
 
 /**
  * What finishing a request needs, taken out of it: the closure that finishes a watch lives as long
@@ -140,6 +144,10 @@ export function createHandlers(deps: ChainDeps): Handlers {
         return;
       }
       if (!NOT_A_CACHED_READ.has(outcome.forward)) metrics.forwards.inc({ reason: outcome.forward });
+      // A read without resourceVersion the apiserver answers: counted, with what it sent (a failed
+      // proof counted itself, with its wait).
+      const consistent = CONSISTENT_FORWARDS.has(outcome.forward) ? info.resource && deps.cache?.lookup(info.apiGroup, info.resource)?.name : undefined;
+      if (consistent && (outcome.forward === 'consistent-read' || outcome.forward === 'consistency-cost')) metrics.cache.consistentRead(consistent, 'forwarded');
       // Or forward.
       const auth = await deps.guard.upstreamAuth(credential, req.rawHeaders);
       if ('code' in auth) return refuse(auth);
@@ -172,6 +180,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
           traffic: admitted.longRunning ? 'longRunning' : 'request',
           ending: info.verb === 'watch' ? deps.ending : undefined,
           share: flight,
+          sent: consistent ? (bytes) => metrics.cache.consistentBytes(consistent, 'upstream', bytes) : undefined,
         });
       } finally {
         if (admitted.longRunning) metrics.longRunning.dec(labels);

@@ -71,6 +71,8 @@ export type ForwardReason =
   | 'watch-initial-state'
   // A version of the resource other than the one cached: the apiserver converts, Levee does not.
   | 'version'
+  // A consistent GET or small LIST: the apiserver answers it for less than a proof costs.
+  | 'consistency-cost'
   // Found by the handlers, once decided for the cache:
   // the authorization review failed or could not decide: the apiserver authorizes it itself;
   | 'undecided'
@@ -117,6 +119,15 @@ export interface CacheState {
   /** The version the cache holds; a request for another one is the apiserver's. Unset: not checked. */
   version?: string | undefined;
   /**
+   * Requests wait for the upstream bound: the apiserver is as busy as Levee lets it be, and every
+   * consistent read it can spare is worth a wait for the proof.
+   */
+  upstreamBusy?: boolean | undefined;
+  /** Consistent reads answering at least this many bytes wait for the proof (LARGE_ANSWER_BYTES). */
+  proofBytes?: number | undefined;
+  /** Whether a LIST of the cache would answer at least so many bytes (store/query.ts). */
+  answersAtLeast?: ((q: { namespace: string; labels: LabelSelector; fields: FieldSelector; limit: number }, bytes: number) => boolean) | undefined;
+  /**
    * The field selectors of the cached resource at that version: a custom resource's, from its CRD.
    * Unset: the built-in resource's (selectors/selectable.ts), or none, and the request is forwarded.
    */
@@ -127,6 +138,14 @@ export interface CacheState {
 function convertFields(info: RequestInfo, state: CacheState, selector: FieldSelector): FieldSelector | undefined {
   return convertFieldSelector(state.selectableFields ?? builtinFields(info.apiGroup, info.resource), selector);
 }
+
+/**
+ * A consistent LIST answering at least this much waits for the proof that the cache is as new as
+ * the apiserver (about a second: bench/freshness.ts) rather than cost the apiserver its encoding:
+ * at this size the apiserver spends milliseconds of CPU and the client a good part of a second
+ * reading it anyway.
+ */
+export const LARGE_ANSWER_BYTES = 1024 * 1024;
 
 /** The consistent-read policy in force: a rule's for this client, else the resource's. */
 function policyOf(state: CacheState): ConsistentReads {
@@ -226,6 +245,8 @@ export function decideRead(r: ReadRequest, state: CacheState): Decision {
     if (rv === undefined) freshness = consistent(policyOf(state));
     else freshness = rv === 0 ? { mode: 'any' } : { mode: 'notOlderThan', resourceVersion: rv };
     if (!freshness) return forward('consistent-read');
+    // One object: the apiserver reads it from etcd for less than a proof costs, unless it is busy.
+    if (freshness.mode === 'consistent' && !state.upstreamBusy && (state.proofBytes ?? LARGE_ANSWER_BYTES) > 0) return forward('consistency-cost');
     return { source: 'cache', plan: { ...base, verb: 'get', limit: 0, freshness, consistentRead: rv === undefined } };
   }
 
@@ -260,6 +281,11 @@ export function decideRead(r: ReadRequest, state: CacheState): Decision {
       if (rv === undefined) {
         freshness = consistent(policyOf(state));
         if (!freshness) return forward('consistent-read');
+        // A small answer costs the apiserver less than a proof (and the client less than its
+        // wait); a large one, or any while the apiserver is busy, waits for the proof.
+        const proofBytes = state.proofBytes ?? LARGE_ANSWER_BYTES;
+        const large = proofBytes === 0 || (state.answersAtLeast?.({ namespace, labels, fields, limit }, proofBytes) ?? false);
+        if (freshness.mode === 'consistent' && !state.upstreamBusy && !large) return forward('consistency-cost');
       } else if (rv === 0) freshness = { mode: 'any' };
       // rv=N with a limit is the legacy Exact read; without one, NotOlderThan.
       else freshness = limit > 0 ? { mode: 'exact', resourceVersion: rv } : { mode: 'notOlderThan', resourceVersion: rv };

@@ -8,16 +8,20 @@ import type { ForwardReason, Freshness } from './decide.ts';
 export const FRESHNESS_WAIT_MS = 3_000;
 
 /**
- * How long a read without resourceVersion waits for the cache to catch up with the apiserver
- * before it is forwarded instead. Short: forwarding is always correct, waiting only saves work.
+ * How long a read without resourceVersion waits for the proof that the cache is as new as the
+ * apiserver before it is forwarded instead: the apiserver's own bound on such a wait (3 s).
+ * Only reads for which waiting is worth it wait at all (serve/decide.ts).
  */
-export const CONSISTENT_WAIT_MS = 150;
+export const PROOF_WAIT_MS = 3_000;
 
 /** The response header that says how a read without resourceVersion was answered from the cache. */
 export const CONSISTENCY_HEADER = 'levee-consistent-read';
 
 export interface ConsistentReadObserver {
-  consistentRead(resource: string, result: 'verified' | 'cache-policy' | 'forwarded', waitSeconds: number): void;
+  /** A read without resourceVersion: answered from a proven cache, under the cache policy, or forwarded; with the wait for a proof. */
+  consistentRead(resource: string, result: 'verified' | 'cache-policy' | 'forwarded', waitSeconds?: number): void;
+  /** The bytes of an answer to a read without resourceVersion, by who gave it. */
+  consistentBytes(resource: string, source: 'cache' | 'upstream', bytes: number): void;
 }
 
 /** Why the cache could not be shown fresh enough: the read is forwarded, counted by this reason. */
@@ -42,31 +46,21 @@ export async function prove(
   switch (freshness.mode) {
     case 'consistent': {
       const started = process.hrtime.bigint();
-      const waited = (): number => Number(process.hrtime.bigint() - started) / 1e9;
-      let rv: number;
-      try {
-        rv = await r.probe.current(arrivedAt);
-      } catch {
-        observer.consistentRead(r.name, 'forwarded', waited());
-        return { fresh: false, stale: 'consistency-probe-failed' };
-      }
-      if (store.resourceVersion < rv && !(await store.waitUntilFresh(rv, CONSISTENT_WAIT_MS))) {
-        observer.consistentRead(r.name, 'forwarded', waited());
-        return { fresh: false, stale: 'consistency-unproven' };
-      }
-      observer.consistentRead(r.name, 'verified', waited());
-      return { fresh: true, consistency: 'verified' };
+      const proof = await r.consistency.prove(arrivedAt, PROOF_WAIT_MS);
+      const waited = Number(process.hrtime.bigint() - started) / 1e9;
+      observer.consistentRead(r.name, proof === true ? 'verified' : 'forwarded', waited);
+      return proof === true ? { fresh: true, consistency: 'verified' } : { fresh: false, stale: proof };
     }
     case 'notOlderThan':
-      // The apiserver may already be there: it answers (or gives its own 504) rather than Levee guessing.
-      if (store.resourceVersion < freshness.resourceVersion && !(await store.waitUntilFresh(freshness.resourceVersion, FRESHNESS_WAIT_MS))) {
+      // Not there in the apiserver's own time: it answers (or gives its own 504) rather than Levee.
+      if (store.resourceVersion < freshness.resourceVersion && !(await r.consistency.reach(freshness.resourceVersion, FRESHNESS_WAIT_MS))) {
         return { fresh: false, stale: 'resource-version-ahead' };
       }
       return { fresh: true };
     case 'any':
       if (!consistentRead) return { fresh: true };
       // The `cache` policy: a read without resourceVersion answered from the cache as it is.
-      observer.consistentRead(r.name, 'cache-policy', 0);
+      observer.consistentRead(r.name, 'cache-policy');
       return { fresh: true, consistency: 'cache' };
     case 'exact':
       return { fresh: true };

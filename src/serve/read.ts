@@ -12,8 +12,8 @@ import { CONSISTENCY_HEADER, prove, type ConsistentReadObserver, type Stale } fr
 import { drained, type DownstreamResponse } from '../http/downstream.ts';
 import { writeStatus } from '../http/respond.ts';
 
-/** Answered (with its status code), or the reason the apiserver must answer instead. */
-export type ServeResult = { code: number } | { forward: Stale | 'snapshot-expired' | 'outside-selection' };
+/** Answered (its status code and body bytes), or the reason the apiserver must answer instead. */
+export type ServeResult = { code: number; bytes: number } | { forward: Stale | 'snapshot-expired' | 'outside-selection' };
 
 // Writes are gathered into chunks of about this size: one write per item would cost a syscall and
 // a frame per object, one write per list would hold the whole list.
@@ -33,12 +33,17 @@ export async function serveRead(
   observer: ConsistentReadObserver,
   requestId?: string,
 ): Promise<ServeResult> {
-  const store = r.store;
   const extra: Record<string, string> = {};
   const proof = await prove(r, plan.freshness, plan.consistentRead === true, arrivedAt, observer);
   if (!proof.fresh) return { forward: proof.stale };
   if (proof.consistency) extra[CONSISTENCY_HEADER] = proof.consistency;
-  if (plan.verb === 'get') return serveGet(r, plan, res, { ...headers(requestId), ...extra });
+  const served = plan.verb === 'get' ? serveGet(r, plan, res, { ...headers(requestId), ...extra }) : await serveList(r, plan, res, { ...headers(requestId), ...extra });
+  if (proof.consistency && 'code' in served) observer.consistentBytes(r.name, 'cache', served.bytes);
+  return served;
+}
+
+async function serveList(r: CachedResource, plan: ReadPlan, res: DownstreamResponse, responseHeaders: Record<string, string>): Promise<ServeResult> {
+  const store = r.store;
 
   let snapshot: Snapshot | undefined;
   let result: ListResult;
@@ -69,9 +74,9 @@ export async function serveRead(
   // The length is known before the first byte: a Content-Length spares HTTP/1.1 chunk framing.
   let length = headBytes.length + tailBytes.length + Math.max(0, result.items.length - 1);
   for (const o of result.items) length += o.item.length;
-  res.writeHead(200, { ...headers(requestId), ...extra, 'content-length': String(length) });
+  res.writeHead(200, { ...responseHeaders, 'content-length': String(length) });
   await writeItems(res, headBytes, result.items, tailBytes);
-  return { code: 200 };
+  return { code: 200, bytes: length };
 }
 
 /**
@@ -102,17 +107,13 @@ function serveGet(r: CachedResource, plan: ReadPlan, res: DownstreamResponse, re
   if (!o && plan.partial) return { forward: 'outside-selection' };
   if (!o) {
     writeStatus(res, newNotFound({ group: r.info.group, resource: r.info.resource }, plan.name));
-    return { code: 404 };
+    return { code: 404, bytes: 0 };
   }
+  const body = Buffer.concat([...objectBytes(r.info, o), NEWLINE]);
   res.writeHead(200, responseHeaders);
-  res.end(Buffer.concat([...objectBytes(r.info, o), NEWLINE]));
-  return { code: 200 };
+  res.end(body);
+  return { code: 200, bytes: body.length };
 }
-
-/**
- * Says how a read without resourceVersion was answered from the cache: `verified` (the cache was
- * proven at least as new as the apiserver) or `cache` (the configured cache policy, possibly stale).
- */
 
 const NEWLINE = Buffer.from('\n');
 const COMMA = Buffer.from(',');

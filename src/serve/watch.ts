@@ -57,8 +57,10 @@ export async function serveWatch(
   const timeoutMs = (plan.timeoutSeconds ?? MIN_REQUEST_TIMEOUT_S * (1 + Math.random())) * 1000;
   const filter = { namespace: plan.namespace, labels: plan.labels, fields: plan.fields, resourceVersion: from };
   const watcher = new CacheWatcher(r, filter, res, { timeoutMs, bookmarks: plan.allowBookmarks });
-  for (const o of initial) watcher.push(addedLine(r.info, o));
-  if (plan.initial && plan.initialEventsEnd) watcher.push(initialEventsEndLine(r.info, from));
+  let initialBytes = 0;
+  for (const o of initial) initialBytes += watcher.push(addedLine(r.info, o));
+  if (plan.initial && plan.initialEventsEnd) initialBytes += watcher.push(initialEventsEndLine(r.info, from));
+  if (plan.initial === 'consistent' || plan.consistentRead) observer.consistentBytes(r.name, 'cache', initialBytes);
   for (const e of backlog) watcher.offer(e);
   watcher.start();
   // The watcher is its own handle (done, endWith): no wrapper object or closure per watch.

@@ -105,3 +105,28 @@ export function listLive(store: Store, q: ListQuery): ListResult {
   }
   return { items: found };
 }
+
+/**
+ * Whether a LIST of the live state would answer at least `bytes` of objects. Adds up matching
+ * objects only until it gets there (or runs out), so asking costs at most what visiting that much
+ * of the answer costs.
+ */
+export function answersAtLeast(store: Store, q: ListQuery, bytes: number): boolean {
+  const prefix = q.namespace === '' ? '/' : `/${q.namespace}/`;
+  const keys = candidates(store, q);
+  const objects: Iterable<CachedObject> = keys ? keys.values() : store.tree.values(prefix);
+  let count = 0;
+  let sum = 0;
+  for (const o of objects) {
+    if (!o.key.startsWith(prefix)) {
+      if (keys) continue;
+      break;
+    }
+    if (!matches(o, q)) continue;
+    sum += o.item.length;
+    if (sum >= bytes) return true;
+    // A page is all one answer holds.
+    if (q.limit > 0 && ++count >= q.limit) return false;
+  }
+  return false;
+}

@@ -30,6 +30,8 @@ export interface ForwardOptions {
   ending?: AbortSignal | undefined;
   /** Identical reads wait for this one: its whole answer is handed to them when small enough. */
   share?: Flight | undefined;
+  /** Told, once the response has ended, how many body bytes reached the client. */
+  sent?: ((bytes: number) => void) | undefined;
 }
 
 function hasRequestBody(req: DownstreamRequest): req is Exclude<DownstreamRequest, StreamRequest> {
@@ -106,6 +108,7 @@ export async function forward(
   const boundary = ending ? eventBoundaryFor(upstreamRes.headers['content-type']) : undefined;
   let endedCleanly = false;
   let writing = false;
+  let sentBytes = 0;
   const endCleanly = (): void => {
     endedCleanly = true;
     res.end();
@@ -138,6 +141,7 @@ export async function forward(
         }
       }
       writing = true;
+      sentBytes += chunk.length;
       const more = res.write(chunk) || (await drained(res));
       writing = false;
       if (!more) break;
@@ -152,6 +156,7 @@ export async function forward(
     if (!endedCleanly && !isClientAbort(err)) res.destroy(err instanceof Error ? err : undefined);
   } finally {
     opts.share?.settle(complete && kept ? { statusCode, headers: responseHeaders, body: Buffer.concat(kept, keptBytes) } : undefined);
+    opts.sent?.(sentBytes);
     ending?.removeEventListener('abort', onEnding);
     res.off('close', onClose);
     if (!body.destroyed) body.destroy();

@@ -71,11 +71,35 @@ export function addedLine(info: ResourceInfo, o: CachedObject): Buffer {
   return frame('ADDED', objectBytes(info, o));
 }
 
-/** The bookmark that ends a watch-list's initial events (metav1.InitialEventsAnnotationKey). */
+/**
+ * The bookmark that ends a watch-list's initial events (metav1.InitialEventsAnnotationKey). It also
+ * carries kubernetes.io/initial-events-list-blueprint, an empty list of the resource, encoded and
+ * then base64-encoded: client-go 1.32 and 1.33 refuse a watch-list without it and fall back to a
+ * LIST (kubernetes/kubernetes#138167); the apiserver stopped sending it in 1.34, and later clients
+ * ignore it.
+ */
 export function initialEventsEndLine(info: ResourceInfo, resourceVersion: number): Buffer {
   return Buffer.from(
-    `{"type":"BOOKMARK","object":{"kind":${JSON.stringify(info.kind)},"apiVersion":${JSON.stringify(apiVersionOf(info))},"metadata":{"resourceVersion":"${resourceVersion}","annotations":{"k8s.io/initial-events-end":"true"}}}}\n`,
+    `{"type":"BOOKMARK","object":{"kind":${JSON.stringify(info.kind)},"apiVersion":${JSON.stringify(apiVersionOf(info))},"metadata":{"resourceVersion":"${resourceVersion}","annotations":{"k8s.io/initial-events-end":"true","kubernetes.io/initial-events-list-blueprint":"${listBlueprint(info)}"}}}}\n`,
   );
+}
+
+const blueprints = new WeakMap<ResourceInfo, string>();
+
+/** An empty list of the resource as the apiserver encoded it for the blueprint, base64. */
+function listBlueprint(info: ResourceInfo): string {
+  let b = blueprints.get(info);
+  if (b === undefined) {
+    const apiVersion = JSON.stringify(apiVersionOf(info));
+    // A custom resource's list is unstructured: its keys sorted, and items an empty array.
+    const json =
+      info.listKind !== undefined
+        ? `{"apiVersion":${apiVersion},"items":[],"kind":${JSON.stringify(info.listKind)},"metadata":{}}\n`
+        : `{"kind":${JSON.stringify(`${info.kind}List`)},"apiVersion":${apiVersion},"metadata":{},"items":null}\n`;
+    b = Buffer.from(json).toString('base64');
+    blueprints.set(info, b);
+  }
+  return b;
 }
 
 /** An ERROR event carrying a Status, the way the apiserver ends a watch it refuses to continue. */

@@ -137,8 +137,11 @@ export class CacheWatcher implements WatchFilter, Sleeper {
   }
 
   /** Queues a line as it is (the initial state, its end bookmark). */
-  push(line: Buffer): void {
-    if (!this.#closed) this.#send(line);
+  /** Queues a line of the initial state; returns its length (0 once the watch is closed). */
+  push(line: Buffer): number {
+    if (this.#closed) return 0;
+    this.#send(line);
+    return line.length;
   }
 
   /** A BOOKMARK at the store's resourceVersion: every event up to it has been queued already. */

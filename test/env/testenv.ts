@@ -55,6 +55,8 @@ export interface TestEnv {
   kubectl: string;
   /** A client-go informer program (testenv/cmd/informer). */
   informer: string;
+  /** The linearizability checker of consistent reads (testenv/cmd/linearizability). */
+  linearizability: string;
   etcd: string;
   tokens: Record<TokenUser, string>;
   clientCerts: Record<CertUser, CertPair>;
@@ -294,6 +296,7 @@ async function upLocked(): Promise<TestEnv> {
     kubeconfig: KUBECONFIG,
     kubectl: bins.kubectl,
     informer: bins.informer,
+    linearizability: bins.linearizability,
     etcd: etcdUrl,
     tokens,
     clientCerts: {
@@ -351,6 +354,7 @@ const GO_PACKAGES = {
   etcd: './cmd/etcd',
   pki: './cmd/pki',
   informer: './cmd/informer',
+  linearizability: './cmd/linearizability',
 } as const;
 type Binary = keyof typeof GO_PACKAGES;
 
@@ -361,6 +365,7 @@ interface Binaries {
   etcd: string;
   pki: string;
   informer: string;
+  linearizability: string;
 }
 
 function moduleVersion(): string {
@@ -409,7 +414,8 @@ async function ensureBinaries(): Promise<Binaries> {
   // Prebuilt binaries (the controller-runtime envtest layout) win over building.
   const assets = process.env.KUBEBUILDER_ASSETS;
   const prebuilt = (name: Binary): string | undefined => {
-    if (!assets || name === 'pki' || name === 'informer') return undefined;
+    // Levee's own test programs are always built here.
+    if (!assets || name === 'pki' || name === 'informer' || name === 'linearizability') return undefined;
     const p = path.join(assets, name);
     if (fs.existsSync(p)) return p;
     if (name !== 'kubectl') throw new Error(`KUBEBUILDER_ASSETS=${assets} has no ${name}`);
@@ -432,7 +438,15 @@ async function ensureBinaries(): Promise<Binaries> {
     fs.writeFileSync(stamp, hash);
   }
   const apiserverVersion = assets ? await reportedVersion(paths['kube-apiserver']) : version;
-  return { version: apiserverVersion, kubeApiserver: paths['kube-apiserver'], kubectl: paths.kubectl, etcd: paths.etcd, pki: paths.pki, informer: paths.informer };
+  return {
+    version: apiserverVersion,
+    kubeApiserver: paths['kube-apiserver'],
+    kubectl: paths.kubectl,
+    etcd: paths.etcd,
+    pki: paths.pki,
+    informer: paths.informer,
+    linearizability: paths.linearizability,
+  };
 }
 
 async function goBuild(name: Binary, version: string, out: string): Promise<void> {

@@ -227,15 +227,14 @@ test('the cache converges after the upstream apiserver restarts', async () => {
   assert.deepEqual(items(viaLevee), items(direct));
 });
 
-test('a read without resourceVersion is served from the cache once proven as new as the apiserver', async () => {
+test('a read without resourceVersion is as new as the apiserver, from the cache or not', async () => {
   const ns = namespaces[1];
   const path = `/api/v1/namespaces/${ns}/configmaps`;
   const names = (b: string) => (JSON.parse(b) as { items: Array<{ metadata: { name: string } }> }).items.map((o) => o.metadata.name);
-  let verified = 0;
   for (let i = 0; i < 10; i++) {
     // Read-your-writes: the write has completed, so a consistent read must include it, whether
-    // Levee proves its cache fresh or forwards (the apiserver's own lease renewals move the
-    // global resourceVersion past the configmaps, and then it cannot prove it).
+    // Levee proves its cache fresh or forwards (small reads are forwarded: the apiserver answers
+    // them for less than a proof costs; test/integration/consistentreads.test.ts has the rest).
     assert.equal((await send('POST', `${env.server}${path}`, agent, env.tokens.admin, { metadata: { name: `fresh-${i}` } })).status, 201);
     const [viaLevee, direct] = await Promise.all([get(`${levee.url.origin}${path}`, agent, env.tokens.admin), get(`${env.server}${path}`, agent, env.tokens.admin)]);
     assert.equal(viaLevee.status, 200);
@@ -243,15 +242,10 @@ test('a read without resourceVersion is served from the cache once proven as new
     assert.deepEqual(names(viaLevee.body), names(direct.body));
     const one = await get(`${levee.url.origin}${path}/fresh-${i}`, agent, env.tokens.admin);
     assert.equal(one.status, 200);
-    for (const r of [viaLevee, one]) {
-      assert.equal([undefined, 'verified'].includes(r.headers['levee-consistent-read'] as string | undefined), true);
-      if (r.headers['levee-consistent-read'] === 'verified') verified++;
-    }
+    for (const r of [viaLevee, one]) assert.equal([undefined, 'verified'].includes(r.headers['levee-consistent-read'] as string | undefined), true);
   }
-  console.log(`${verified} of 20 consistent reads verified and served from the cache, the rest forwarded`);
-  assert.equal(verified > 0, true, 'no consistent read was ever verified from the cache');
   const metrics = (await get(`${levee.url.origin}/metrics`, agent)).body;
-  assert.match(metrics, /levee_consistent_reads_total\{resource="configmaps",result="verified"\} ([1-9]\d*)/);
+  assert.match(metrics, /levee_read_forwarded_total\{reason="consistency-cost"\} ([1-9]\d*)/);
 });
 
 test('the cache policy answers reads without resourceVersion from the cache and says so', async () => {

@@ -167,13 +167,20 @@ test('watches that begin with the current state: watch-list and resourceVersion 
   for (const p of pairs) {
     // Bookmarks' resourceVersions are each server's own; the initial-events-end bookmark's place
     // and annotation are compared. Periodic bookmarks (no annotation) come when each server's own
-    // timer says, so they are left out.
+    // timer says, so they are left out. Levee's end bookmark also carries the list blueprint that
+    // client-go 1.32 and 1.33 need (a documented difference): an empty ConfigMapList.
+    const BLUEPRINT = 'kubernetes.io/initial-events-list-blueprint';
     const shape = (es: Event[]): unknown[] =>
       es.flatMap((e): unknown[] => {
         if (e.type !== 'BOOKMARK') return [[e.type, e.object]];
         const annotations = (e.object.metadata as { annotations?: Record<string, string> }).annotations;
-        return annotations ? [['BOOKMARK', annotations]] : [];
+        if (!annotations) return [];
+        const { [BLUEPRINT]: blueprint, ...rest } = annotations;
+        if (blueprint !== undefined) assert.deepEqual(JSON.parse(Buffer.from(blueprint, 'base64').toString()), { kind: 'ConfigMapList', apiVersion: 'v1', metadata: {}, items: null });
+        return [['BOOKMARK', rest]];
       });
+    const annotationsOf = (e: Event): Record<string, string> => (e.object.metadata as { annotations?: Record<string, string> }).annotations ?? {};
+    for (const e of p.viaLevee.events) if (annotationsOf(e)['k8s.io/initial-events-end']) assert.ok(annotationsOf(e)[BLUEPRINT], 'no list blueprint');
     assert.deepEqual(shape(p.viaLevee.events), shape(p.direct.events), `events differ for ${p.path}`);
   }
   const metrics = (await get(`${levee.url.origin}/metrics`, agent)).body;

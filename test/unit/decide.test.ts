@@ -4,12 +4,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { acceptsPlainJson, decide as decideAny, decideRead, decideWatch, type Decision } from '../../src/serve/decide.ts';
 import { parseRequestInfo } from '../../src/api/requestinfo.ts';
-import type { Selection } from '../../src/cache/selection.ts';
 import { parseFieldSelector } from '../../src/selectors/fields.ts';
 import { parseLabelSelector } from '../../src/selectors/labels.ts';
 
 const CACHED = { cached: true, synced: true, namespaced: true, consistentReads: 'verify' as const };
-type State = { cached: boolean; synced: boolean; namespaced: boolean; consistentReads: 'verify' | 'cache' | 'forward'; selection?: Selection; watchList?: boolean };
+type State = Parameters<typeof decideRead>[1];
 const NODE_LOCAL = {
   ...CACHED,
   selection: { labels: parseLabelSelector(''), fields: parseFieldSelector('spec.nodeName=n1'), labelSelector: '', fieldSelector: 'spec.nodeName=n1' },
@@ -41,9 +40,16 @@ const cases: Array<[string, string, Parameters<typeof decide>[1]?]> = [
   ['/api/v1/namespaces/a/pods?resourceVersion=0&resourceVersionMatch=Exact', 'upstream:invalid'],
   ['/api/v1/namespaces/a/pods?resourceVersionMatch=NotOlderThan', 'upstream:invalid'],
   ['/api/v1/namespaces/a/pods?resourceVersion=10&resourceVersionMatch=Sometime', 'upstream:invalid'],
-  // Reads without resourceVersion follow the consistent-read policy.
-  ['/api/v1/namespaces/a/pods', 'cache:consistent'],
-  ['/api/v1/namespaces/a/pods?limit=500', 'cache:consistent'],
+  // Reads without resourceVersion follow the consistent-read policy; under `verify` a small one is
+  // cheaper for the apiserver to answer than a proof, a large one or any while it is busy waits.
+  ['/api/v1/namespaces/a/pods', 'upstream:consistency-cost'],
+  ['/api/v1/namespaces/a/pods', 'cache:consistent', { state: { ...CACHED, answersAtLeast: () => true } }],
+  ['/api/v1/namespaces/a/pods?limit=500', 'cache:consistent', { state: { ...CACHED, answersAtLeast: () => true } }],
+  ['/api/v1/namespaces/a/pods', 'cache:consistent', { state: { ...CACHED, upstreamBusy: true } }],
+  ['/api/v1/namespaces/a/pods/p', 'cache:consistent', { state: { ...CACHED, upstreamBusy: true } }],
+  // --consistent-read-proof-bytes 0: every consistent read waits for the proof.
+  ['/api/v1/namespaces/a/pods/p', 'cache:consistent', { state: { ...CACHED, proofBytes: 0 } }],
+  ['/api/v1/namespaces/a/pods', 'cache:consistent', { state: { ...CACHED, proofBytes: 0, answersAtLeast: () => false } }],
   ['/api/v1/namespaces/a/pods', 'cache:any', { state: { ...CACHED, consistentReads: 'cache' } }],
   ['/api/v1/namespaces/a/pods', 'upstream:consistent-read', { state: { ...CACHED, consistentReads: 'forward' } }],
   ['/api/v1/namespaces/a/pods/p', 'upstream:consistent-read', { state: { ...CACHED, consistentReads: 'forward' } }],
@@ -74,7 +80,7 @@ const cases: Array<[string, string, Parameters<typeof decide>[1]?]> = [
   ['/api/v1/namespaces/a/pods?resourceVersion=0', 'upstream:not-cached', { state: { ...CACHED, cached: false, synced: false } }],
   ['/api/v1/namespaces/a/pods/p?resourceVersion=0', 'cache:any'],
   ['/api/v1/namespaces/a/pods/p?resourceVersion=7', 'cache:notOlderThan'],
-  ['/api/v1/namespaces/a/pods/p', 'cache:consistent'],
+  ['/api/v1/namespaces/a/pods/p', 'upstream:consistency-cost'],
   ['/api/v1/namespaces/a/pods/p/status?resourceVersion=0', 'upstream:not-a-read'],
   ['/api/v1/namespaces/a/pods/p?resourceVersion=0', 'upstream:not-a-read', { method: 'DELETE' }],
   ['/api/v1/namespaces/a/pods?watch=true&resourceVersion=0', 'upstream:not-a-read'],
@@ -157,5 +163,5 @@ test('one decision for every request: method, verb and the consistent-read polic
   // A rule's policy for this client overrides the resource's, both ways.
   assert.equal(d('GET', '/api/v1/namespaces/a/pods', { ...CACHED, ruleConsistentReads: 'cache' }), 'cache:any');
   assert.equal(d('GET', '/api/v1/namespaces/a/pods', { ...CACHED, ruleConsistentReads: 'forward' }), 'upstream:consistent-read');
-  assert.equal(d('GET', '/api/v1/namespaces/a/pods', { ...CACHED, consistentReads: 'forward', ruleConsistentReads: 'verify' }), 'cache:consistent');
+  assert.equal(d('GET', '/api/v1/namespaces/a/pods', { ...CACHED, consistentReads: 'forward', ruleConsistentReads: 'verify', upstreamBusy: true }), 'cache:consistent');
 });

@@ -1,7 +1,8 @@
 // A client-go shared informer run against a server (Levee, in the tests), as a controller or an
 // agent would run one. It prints "synced" once its cache has synced, then, for every line read on
 // stdin, the objects it holds as name@resourceVersion, sorted, on one line; it exits when stdin
-// closes. client-go 1.35+ lists through watch-list and prefers protobuf, so this exercises both.
+// closes. client-go 1.35+ lists through watch-list and prefers protobuf, so this exercises both;
+// -json makes it ask for JSON, as CRD and dynamic clients do. -label-selector narrows it.
 package main
 
 import (
@@ -24,15 +25,22 @@ func main() {
 	token := flag.String("token", "", "bearer token")
 	ca := flag.String("ca", "", "CA file")
 	namespace := flag.String("namespace", "", "namespace to watch")
+	json := flag.Bool("json", false, "ask for JSON instead of protobuf")
+	labelSelector := flag.String("label-selector", "", "label selector")
 	flag.Parse()
 
 	cfg := &rest.Config{Host: *server, BearerToken: *token, TLSClientConfig: rest.TLSClientConfig{CAFile: *ca}}
+	if *json {
+		cfg.ContentType = "application/json"
+		cfg.AcceptContentTypes = "application/json"
+	}
 	clientset, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(clientset, 0, informers.WithNamespace(*namespace))
+	factory := informers.NewSharedInformerFactoryWithOptions(clientset, 0, informers.WithNamespace(*namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = *labelSelector }))
 	informer := factory.Core().V1().ConfigMaps().Informer()
 	stop := make(chan struct{})
 	factory.Start(stop)
