@@ -157,8 +157,10 @@ function h2watchList(session: ClientHttp2Session, path: string, tok: string, fle
       // Only the end bookmark's annotation matters; the objects are not parsed.
       s.on('data', (c: Buffer) => {
         if (done) return;
-        tail = (tail + c.toString('latin1')).slice(-128);
-        if (tail.includes('"k8s.io/initial-events-end":"true"')) {
+        const text = tail + c.toString('latin1');
+        // Kept: enough of the end to find the annotation split across two chunks.
+        tail = text.slice(-64);
+        if (text.includes('"k8s.io/initial-events-end":"true"')) {
           done = true;
           resolvePromise({ status: 200, retryAfter: 0 });
         }
