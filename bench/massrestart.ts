@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util';
 import { connect, constants, type ClientHttp2Session } from 'node:http2';
 import { createSecureContext } from 'node:tls';
 import { Agent } from 'undici';
-import { loadEnv } from '../test/env/testenv.ts';
+import { quietEnv } from './lib/env.ts';
 import { startLevee, writeKubeconfig, type LeveeProcess } from '../test/support/levee.ts';
 import { kubectl } from '../test/support/kubectl.ts';
 import { call, must, pool } from './lib/client.ts';
@@ -29,7 +29,7 @@ import { quantile } from './lib/stats.ts';
 
 const { values } = parseArgs({ options: { agents: { type: 'string', default: '2000' }, profile: { type: 'string' } } });
 const K = Number(values.agents);
-const env = loadEnv();
+const env = await quietEnv();
 const ca = readFileSync(env.caFile);
 // One TLS context for every agent connection: given only `ca`, each connect() would build a context
 // of its own, parsing the CA again, and the simulated agents would spend their CPU there rather
