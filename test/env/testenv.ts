@@ -695,6 +695,12 @@ async function reconcileControlPlane(state: State, nodes: number): Promise<strin
     cp.procs.levee.pid = await startDetached(levee);
     writeState(state);
     await waitLevee(cp);
+    // Clients that came back while the new Levee was still syncing were forwarded, and their
+    // watches stay upstream for as long as they last (minutes). KWOK, the agent of this cluster,
+    // starts again (within seconds, leases kept): its informers are served from the cache, as in
+    // a fresh environment. The controller manager and the scheduler keep running: starting them
+    // again would cost a leader election (15 s), and they are served either way.
+    await terminate(cp.procs.kwok, 'kwok', 15_000);
   }
   for (const name of ['kube-controller-manager', 'kube-scheduler', 'kwok'] as const) {
     if (alive(cp.procs[name])) continue;
