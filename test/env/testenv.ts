@@ -701,6 +701,10 @@ async function reconcileControlPlane(state: State, nodes: number): Promise<strin
     // a fresh environment. The controller manager and the scheduler keep running: starting them
     // again would cost a leader election (15 s), and they are served either way.
     await terminate(cp.procs.kwok, 'kwok', 15_000);
+    // KWOK creates its nodes' leases before its informer of them has listed: with the old leases
+    // still there, that fails and it manages nothing for 30 s. It starts with none, as at `up`.
+    const leases = await api(state, 'DELETE', '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases');
+    if (leases.status !== 200) throw new Error(`deleting the node leases: ${leases.status} ${leases.body}`);
   }
   for (const name of ['kube-controller-manager', 'kube-scheduler', 'kwok'] as const) {
     if (alive(cp.procs[name])) continue;
