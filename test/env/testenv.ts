@@ -7,7 +7,9 @@
 // kube-scheduler, and simulated nodes (KWOK's fake kubelets keep their leases and their pods'
 // status). The controller manager, the scheduler and KWOK reach the apiserver through a Levee run
 // from this checkout's src/ (restarted by `up` when that changes), so Levee serves the real control
-// plane: protobuf, watch-lists, metadata-only informers, leader election. What that means for tests:
+// plane: protobuf, watch-lists, metadata-only informers, leader election. Each of these runs under
+// test/env/supervise.ts, which starts it again when it exits (a leader that lost its lease while a
+// fault test stopped the apiserver, a crash). What that means for tests:
 //
 // - A pod that names no node is bound by the scheduler (to any schedulable node) and, on a KWOK
 //   node, goes Running. A pod a test wants to stay Pending and unbound names a scheduler nobody
