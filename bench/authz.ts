@@ -16,7 +16,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Agent, request } from 'undici';
 import { readFileSync } from 'node:fs';
-import { loadEnv } from '../test/env/testenv.ts';
+import { quietEnv } from './lib/env.ts';
 import { startLevee, writeKubeconfig, type LeveeProcess } from '../test/support/levee.ts';
 import { send, suffix } from '../test/support/http.ts';
 import { kubectl } from '../test/support/kubectl.ts';
@@ -37,7 +37,7 @@ const IDENTITIES = Number(values.identities);
 const SECONDS = Number(values.seconds);
 const CONCURRENCY = Number(values.concurrency);
 
-const env = loadEnv();
+const env = await quietEnv();
 const ca = readFileSync(env.caFile);
 const admin = new Agent({ connect: { ca }, allowH2: false });
 const ns = `bench-authz-${suffix()}`;

@@ -1,20 +1,21 @@
 // What forwarding through Levee adds to a request that it cannot answer from cache. The same
 // client sends the same request to the apiserver directly and through Levee, alternating, both
-// over TLS with keep-alive; medians and p99 are compared. Needs `npm run testenv -- up`.
+// over TLS with keep-alive; medians and p99 are compared. Brings the test environment up bare
+// (bench/lib/env.ts).
 //
 //   npm run bench:forward [-- --requests 1000]
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { request, type Agent } from 'undici';
-import { loadEnv } from '../test/env/testenv.ts';
+import { quietEnv } from './lib/env.ts';
 import { startLevee } from '../test/support/levee.ts';
 import { agentFor, send, suffix } from '../test/support/http.ts';
 
 const { values } = parseArgs({ options: { requests: { type: 'string', default: '1000' } } });
 const N = Number(values.requests);
 
-const env = loadEnv();
+const env = await quietEnv();
 const agent: Agent = agentFor(env.caFile);
 const levee = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing });
 const ns = `bench-forward-${suffix()}`;

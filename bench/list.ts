@@ -12,7 +12,8 @@
 // Levee runs as its own process, so its memory is its own: its RSS once the cache has synced,
 // less the RSS of a Levee started with `--cache ""` (no cache), divided by the JSON bytes it holds,
 // is the memory it spends per cached byte. A Levee that does not know --cache forwards
-// everything; it is measured all the same, and the run says so. Needs `npm run testenv -- up`.
+// everything; it is measured all the same, and the run says so. Brings the test environment up
+// bare (bench/lib/env.ts).
 //
 //   npm run bench:list                             # 50,000 pods on 1,000 nodes (generated once: ~8 min)
 //   npm run bench:list -- --quick                  # 2,000 pods on 40 nodes
@@ -31,7 +32,7 @@ import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { Agent, request } from 'undici';
-import { loadEnv } from '../test/env/testenv.ts';
+import { quietEnv } from './lib/env.ts';
 import { startLevee, type LeveeProcess } from '../test/support/levee.ts';
 import { agentFor } from '../test/support/http.ts';
 import { must, scannedGet, timedGet, type Scanned, type Timing } from './lib/client.ts';
@@ -85,7 +86,7 @@ const REPS = Number(flags.reps);
 const FULL_REPS = Number(flags['full-reps']);
 
 const log = (line: string): void => console.error(`bench:list: ${line}`);
-const env = loadEnv();
+const env = await quietEnv();
 const token = env.tokens.admin;
 const agent: Agent = agentFor(env.caFile);
 // Generation gets its own pool: dozens of connections, closed before anything is timed.

@@ -21,7 +21,7 @@ import { parseArgs } from 'node:util';
 import { connect, constants, type ClientHttp2Session } from 'node:http2';
 import { createSecureContext } from 'node:tls';
 import { Agent } from 'undici';
-import { loadEnv } from '../test/env/testenv.ts';
+import { quietEnv } from './lib/env.ts';
 import { startLevee, writeKubeconfig, type LeveeProcess } from '../test/support/levee.ts';
 import { kubectl } from '../test/support/kubectl.ts';
 import { call, must, pool } from './lib/client.ts';
@@ -34,7 +34,7 @@ const { values } = parseArgs({ options: { agents: { type: 'string', default: '20
 const K = Number(values.agents);
 const WATCH_LIST = values.informers === 'watch-list';
 if (!WATCH_LIST && values.informers !== 'list') throw new Error('--informers is watch-list or list');
-const env = loadEnv();
+const env = await quietEnv();
 const ca = readFileSync(env.caFile);
 // One TLS context for every agent connection: given only `ca`, each connect() would build a context
 // of its own, parsing the CA again, and the simulated agents would spend their CPU there rather

@@ -20,7 +20,8 @@
 // The watches are HTTP/2 streams, 100 per connection (what both servers allow), so 10,000 watches
 // take 100 connections. The pods come from the generated cluster of bench/lib/pods.ts (realistic
 // pods, ~11 KiB each): an existing generated cluster with enough nodes is reused as it is, else
-// one of about five pods per watched node is generated. Needs `npm run testenv -- up`.
+// one of about five pods per watched node is generated. Brings the test environment up bare
+// (bench/lib/env.ts).
 //
 //   npm run bench:watch                         # quick: 500 watchers, 50 nodes, 100 updates/s, 20 s
 //   npm run bench:watch -- --full               # 10,000 watchers, 1,000 nodes, 100 updates/s, 60 s
@@ -37,7 +38,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { Agent, request } from 'undici';
-import { loadEnv } from '../test/env/testenv.ts';
+import { quietEnv } from './lib/env.ts';
 import { startLevee, type LeveeProcess } from '../test/support/levee.ts';
 import { call, must } from './lib/client.ts';
 import { CLUSTER_LABEL, clusterId, ensureCluster, removeCluster, type ClusterSize, type Generation, type Layout } from './lib/pods.ts';
@@ -106,7 +107,7 @@ const overridden = ['watchers', 'nodes', 'rate', 'seconds'].some((k) => flags[k 
 const MODE = overridden ? `custom-w${WATCHERS}-n${NODES}-r${RATE}-s${SECONDS}` : FULL ? 'full' : 'quick';
 
 const log = (line: string): void => console.error(`bench:watch: ${line}`);
-const env = loadEnv();
+const env = await quietEnv();
 const token = env.tokens.admin;
 const ca = readFileSync(env.caFile);
 const agent = new Agent({ connect: { ca }, allowH2: false });

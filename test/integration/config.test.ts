@@ -12,6 +12,7 @@ import { readFileSync } from 'node:fs';
 import { loadEnv, type TestEnv } from '../env/testenv.ts';
 import { startLevee, type LeveeProcess } from '../support/levee.ts';
 import { send, suffix } from '../support/http.ts';
+import { createNamespace } from '../support/cluster.ts';
 import { waitFor, waitReady } from '../support/wait.ts';
 
 let env: TestEnv;
@@ -54,7 +55,7 @@ async function get(path: string, token: string): Promise<{ status: number; body:
 before(async () => {
   env = loadEnv();
   agent = new Agent({ connect: { ca: readFileSync(env.caFile) }, allowH2: false });
-  assert.equal((await send('POST', `${env.server}/api/v1/namespaces`, agent, env.tokens.admin, { metadata: { name: ns } })).status, 201);
+  await createNamespace(env, agent, ns);
   writeConfig(RULES);
   levee = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra: ['--config', configFile] });
 });

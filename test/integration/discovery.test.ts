@@ -12,6 +12,7 @@ import { loadEnv, type TestEnv } from '../env/testenv.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { startLevee, writeKubeconfig, type LeveeProcess } from '../support/levee.ts';
 import { agentFor, send, suffix } from '../support/http.ts';
+import { createNamespace } from '../support/cluster.ts';
 
 let env: TestEnv;
 let agent: Agent;
@@ -142,7 +143,7 @@ test('repeated discovery requests reach the apiserver at most once per TTL, reva
 
 test('kubectl through Levee with the discovery cache: api-resources, get, explain', async () => {
   const viaLevee = writeKubeconfig(levee.url.href, env.caFile, env.tokens.admin);
-  assert.equal((await send('POST', `${env.server}/api/v1/namespaces`, agent, env.tokens.admin, { metadata: { name: ns } })).status, 201);
+  await createNamespace(env, agent, ns);
   // A fresh disk cache each time, so kubectl asks for discovery rather than reading it from disk.
   const k = (kc: string, args: string[]) => kubectl(env.kubectl, kc, ['--cache-dir', mkdtempSync(join(tmpdir(), 'levee-disc-')), ...args]);
   const before = await metric(levee.url.origin, /^levee_request_total\{verb="GET",group="",resource="",subresource="",source="cache",code="200"\} (\d+)/);
@@ -159,7 +160,7 @@ test('kubectl through Levee with the discovery cache: api-resources, get, explai
 test('identical concurrent GETs through Levee cause one upstream request', async () => {
   const admin = env.tokens.admin;
   if ((await raw(env.server, `/api/v1/namespaces/${ns}`, admin)).status === 404) {
-    assert.equal((await send('POST', `${env.server}/api/v1/namespaces`, agent, admin, { metadata: { name: ns } })).status, 201);
+    await createNamespace(env, agent, ns);
   }
   // Podtemplates are not cached (so reads are forwarded) and nothing else in the suite lists them,
   // so the apiserver's own count is this test's. About 2 MB: long enough upstream to overlap.

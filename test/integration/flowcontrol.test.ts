@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { loadEnv, type TestEnv } from '../env/testenv.ts';
 import { startLevee, writeKubeconfig, type LeveeProcess } from '../support/levee.ts';
 import { send, suffix } from '../support/http.ts';
+import { createNamespace } from '../support/cluster.ts';
 
 let env: TestEnv;
 let agent: Agent;
@@ -30,7 +31,7 @@ before(async () => {
   env = loadEnv();
   agent = new Agent({ connect: { ca: readFileSync(env.caFile) }, allowH2: false });
   const admin = env.tokens.admin;
-  assert.equal((await send('POST', `${env.server}/api/v1/namespaces`, agent, admin, { metadata: { name: ns } })).status, 201);
+  await createNamespace(env, agent, ns);
   for (let i = 0; i < 5; i++) await send('POST', `${env.server}/api/v1/namespaces/${ns}/secrets`, agent, admin, { metadata: { name: `s-${i}` } });
   assert.equal((await send('POST', `${env.server}/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, agent, admin, {
     metadata: { name: 'reader' },

@@ -11,6 +11,7 @@ import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { loadEnv, type TestEnv } from '../env/testenv.ts';
 import { startLevee, writeKubeconfig, type LeveeProcess } from '../support/levee.ts';
 import { agentFor, get, send, suffix } from '../support/http.ts';
+import { createNamespace } from '../support/cluster.ts';
 
 let env: TestEnv;
 let levee: LeveeProcess;
@@ -21,8 +22,7 @@ before(async () => {
   env = loadEnv();
   levee = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing });
   agent = agentFor(env.caFile);
-  const r = await send('POST', `${env.server}/api/v1/namespaces`, agent, env.tokens.admin, { metadata: { name: ns } });
-  assert.equal(r.status, 201, r.body);
+  await createNamespace(env, agent, ns);
 });
 
 after(async () => {

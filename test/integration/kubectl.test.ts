@@ -6,7 +6,8 @@ import { spawn } from 'node:child_process';
 import { loadEnv, type TestEnv } from '../env/testenv.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { startLevee, writeKubeconfig, type LeveeProcess } from '../support/levee.ts';
-import { suffix } from '../support/http.ts';
+import { agentFor, suffix } from '../support/http.ts';
+import { namespaceReady, NO_SCHEDULER } from '../support/cluster.ts';
 
 let env: TestEnv;
 let levee: LeveeProcess;
@@ -43,6 +44,9 @@ test('create, get, list, patch and delete through Levee', async () => {
   let r = await k(viaLevee, ['create', 'namespace', ns]);
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, new RegExp(`namespace/${ns} created`));
+  // The pod below is admitted once the controllers have made the namespace's ServiceAccount.
+  const agent = agentFor(env.caFile);
+  await namespaceReady(env, agent, ns).finally(() => agent.close());
 
   const manifest = JSON.stringify({
     apiVersion: 'v1',
@@ -53,7 +57,8 @@ test('create, get, list, patch and delete through Levee', async () => {
         apiVersion: 'v1',
         kind: 'Pod',
         metadata: { name: 'web', namespace: ns, labels: { app: 'demo' } },
-        spec: { containers: [{ name: 'c', image: 'registry.example/web:1' }] },
+        // Left Pending (no scheduler of this name runs), so both sides see the same pod throughout.
+        spec: { schedulerName: NO_SCHEDULER, containers: [{ name: 'c', image: 'registry.example/web:1' }] },
       },
     ],
   });

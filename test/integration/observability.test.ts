@@ -9,6 +9,7 @@ import { request, type Agent } from 'undici';
 import { loadEnv, type TestEnv } from '../env/testenv.ts';
 import { startLevee, type LeveeProcess } from '../support/levee.ts';
 import { agentFor, get, send, suffix } from '../support/http.ts';
+import { createNamespace } from '../support/cluster.ts';
 
 let env: TestEnv;
 let agent: Agent;
@@ -20,7 +21,7 @@ const DASHBOARD = resolve(import.meta.dirname, '../../deploy/grafana/levee.json'
 before(async () => {
   env = loadEnv();
   agent = agentFor(env.caFile);
-  assert.equal((await send('POST', `${env.server}/api/v1/namespaces`, agent, env.tokens.admin, { metadata: { name: ns } })).status, 201);
+  await createNamespace(env, agent, ns);
   assert.equal((await send('POST', `${env.server}/api/v1/namespaces/${ns}/configmaps`, agent, env.tokens.admin, { metadata: { name: 'first' } })).status, 201);
   // bob may read Levee's debug paths; alice may not.
   const rbac = `${env.server}/apis/rbac.authorization.k8s.io/v1`;

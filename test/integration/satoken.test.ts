@@ -15,6 +15,7 @@ import { loadEnv, type TestEnv } from '../env/testenv.ts';
 import { startLevee, writeKubeconfig, type LeveeProcess } from '../support/levee.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { agentFor, get, send, suffix } from '../support/http.ts';
+import { createNamespace, createNodes, deleteNodes, NO_SCHEDULER } from '../support/cluster.ts';
 import { ServiceAccountTokenVerifier, type FallbackReason, type LocalVerdict } from '../../src/auth/satoken.ts';
 import { withAuthenticatedGroup, type UserInfo } from '../../src/api/user.ts';
 import { Cache } from '../../src/cache/cache.ts';
@@ -143,8 +144,8 @@ before(async () => {
     ) as { status: { token: string } }
   ).status.token;
   leveeKubeconfig = writeKubeconfig(env.server, env.caFile, leveeToken);
-  await create('/api/v1/namespaces', { metadata: { name: ns } });
-  await create('/api/v1/nodes', { metadata: { name: node } });
+  await createNamespace(env, agent, ns);
+  await createNodes(env, agent, [node]);
   for (const sa of ['agent', 'doomed', 'agent-2', 'agent-3', 'agent-4']) await create(`/api/v1/namespaces/${ns}/serviceaccounts`, { metadata: { name: sa } });
   // The agents may list configmaps in the namespace, so Levee answers them from its cache.
   await create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, {
@@ -172,13 +173,14 @@ after(async () => {
   await cache?.stop();
   await pools?.close();
   await send('DELETE', `${env.server}/api/v1/namespaces/${ns}`, agent, env.tokens.admin);
-  await send('DELETE', `${env.server}/api/v1/nodes/${node}`, agent, env.tokens.admin);
+  await deleteNodes(env, agent, [node]);
   await agent?.close();
 });
 
 const pod = (name: string, onNode: boolean): unknown => ({
   metadata: { name },
-  spec: { serviceAccountName: 'agent', containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }], ...(onNode ? { nodeName: node } : {}) },
+  // A pod on no node stays so: no scheduler of this name runs.
+  spec: { serviceAccountName: 'agent', containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }], ...(onNode ? { nodeName: node } : { schedulerName: NO_SCHEDULER }) },
 });
 
 test("Levee's verdict and user for service-account tokens are the apiserver's TokenReview's", async () => {

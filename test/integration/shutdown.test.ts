@@ -12,6 +12,7 @@ import { request, type Agent } from 'undici';
 import { loadEnv, type TestEnv } from '../env/testenv.ts';
 import { startLevee, type LeveeProcess } from '../support/levee.ts';
 import { agentFor, get, send, suffix } from '../support/http.ts';
+import { createNamespace } from '../support/cluster.ts';
 
 let env: TestEnv;
 let agent: Agent;
@@ -27,7 +28,7 @@ before(async () => {
   env = loadEnv();
   agent = agentFor(env.caFile);
   ca = readFileSync(env.caFile);
-  assert.equal((await send('POST', `${env.server}/api/v1/namespaces`, agent, env.tokens.admin, { metadata: { name: ns } })).status, 201);
+  await createNamespace(env, agent, ns);
   for (let i = 0; i < CONFIGMAPS; i += 20) {
     await Promise.all(
       Array.from({ length: 20 }, (_, j) =>

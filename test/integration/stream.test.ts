@@ -6,6 +6,7 @@ import { request, type Agent } from 'undici';
 import { loadEnv, type TestEnv } from '../env/testenv.ts';
 import { startLevee, type LeveeProcess } from '../support/levee.ts';
 import { agentFor, get, send, suffix } from '../support/http.ts';
+import { createNamespace } from '../support/cluster.ts';
 
 const OBJECTS = 56;
 // Under the 1 MiB ConfigMap limit and etcd's 1.5 MiB request limit.
@@ -19,7 +20,7 @@ const ns = `stream-${suffix()}`;
 before(async () => {
   env = loadEnv();
   agent = agentFor(env.caFile);
-  assert.equal((await send('POST', `${env.server}/api/v1/namespaces`, agent, env.tokens.admin, { metadata: { name: ns } })).status, 201);
+  await createNamespace(env, agent, ns);
   const filler = 'x'.repeat(BYTES_PER_OBJECT);
   for (let i = 0; i < OBJECTS; i += 4) {
     await Promise.all(

@@ -9,6 +9,7 @@ import { KubeConfig, makeInformer, CoreV1Api, type V1ConfigMap } from '@kubernet
 import { loadEnv, type TestEnv } from '../env/testenv.ts';
 import { startLevee, writeKubeconfig, type LeveeProcess } from '../support/levee.ts';
 import { agentFor, get, send, suffix } from '../support/http.ts';
+import { createNamespace, NO_SCHEDULER } from '../support/cluster.ts';
 
 let env: TestEnv;
 let levee: LeveeProcess;
@@ -53,7 +54,7 @@ const settle = async (check: () => boolean, ms = 10_000) => {
 before(async () => {
   env = loadEnv();
   agent = agentFor(env.caFile);
-  assert.equal((await send('POST', `${env.server}/api/v1/namespaces`, agent, env.tokens.admin, { metadata: { name: ns } })).status, 201);
+  await createNamespace(env, agent, ns);
   for (let i = 0; i < 5; i++) {
     await send('POST', `${env.server}/api/v1/namespaces/${ns}/configmaps`, agent, env.tokens.admin, { metadata: { name: `cm-${i}`, labels: { app: i % 2 ? 'a' : 'b' } }, data: { v: '0' } });
   }
@@ -193,8 +194,9 @@ test('per-node pod watches see a pod arrive on their node when it is bound, and 
   const pairs = paths.map((p) => ({ path: p, direct: watch(env.server, p), viaLevee: watch(levee.url.origin, p) }));
   await new Promise((r) => setTimeout(r, 300));
   const pods = `${env.server}/api/v1/namespaces/${ns}/pods`;
+  // Bound here only, by the test: they name a scheduler that does not run.
   for (const name of ['unbound-1', 'unbound-2']) {
-    assert.equal((await send('POST', pods, agent, env.tokens.admin, { metadata: { name }, spec: { containers: [{ name: 'c', image: 'registry.example/app:1' }] } })).status, 201);
+    assert.equal((await send('POST', pods, agent, env.tokens.admin, { metadata: { name }, spec: { schedulerName: NO_SCHEDULER, containers: [{ name: 'c', image: 'registry.example/app:1' }] } })).status, 201);
   }
   // Binding sets spec.nodeName: the pod enters node-1's watches and leaves the unscheduled one.
   const bind = await send('POST', `${pods}/unbound-1/binding`, agent, env.tokens.admin, { apiVersion: 'v1', kind: 'Binding', metadata: { name: 'unbound-1' }, target: { apiVersion: 'v1', kind: 'Node', name: 'node-1' } });

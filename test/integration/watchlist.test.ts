@@ -9,6 +9,7 @@ import type { Agent } from 'undici';
 import { loadEnv, type TestEnv } from '../env/testenv.ts';
 import { startLevee, writeKubeconfig, type LeveeProcess } from '../support/levee.ts';
 import { agentFor, get, send, suffix } from '../support/http.ts';
+import { createNamespace } from '../support/cluster.ts';
 
 let env: TestEnv;
 let agent: Agent;
@@ -79,7 +80,7 @@ async function cacheAnswers(l: LeveeProcess): Promise<number> {
 before(async () => {
   env = loadEnv();
   agent = agentFor(env.caFile);
-  assert.equal((await send('POST', `${env.server}/api/v1/namespaces`, agent, env.tokens.admin, { metadata: { name: ns } })).status, 201);
+  await createNamespace(env, agent, ns);
   const creates: Array<Promise<{ status: number; body: string }>> = [];
   for (let i = 0; i < COUNT; i++) {
     creates.push(send('POST', `${env.server}/api/v1/namespaces/${ns}/configmaps`, agent, env.tokens.admin, { metadata: { name: `cm-${i}`, labels: { app: `a${i % 4}` } }, data: { i: String(i), pad: 'x'.repeat(i * 37) } }));

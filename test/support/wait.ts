@@ -22,3 +22,19 @@ export async function waitReady(levee: LeveeProcess, dispatcher?: Dispatcher, ms
     ms,
   );
 }
+
+/**
+ * Runs `compare` (undefined when two answers agree, else what differs) up to `attempts` times,
+ * half a second apart, until they agree. The cluster moves under a test (its controllers, the
+ * simulated nodes, namespaces of earlier tests going away), so two answers to the same question a
+ * moment apart can differ; a difference that persists is returned.
+ */
+export async function persistentDifference(compare: () => Promise<string | undefined>, attempts = 3): Promise<string | undefined> {
+  let difference: string | undefined;
+  for (let i = 0; i < attempts; i++) {
+    if (i > 0) await new Promise((r) => setTimeout(r, 500));
+    difference = await compare();
+    if (difference === undefined) return undefined;
+  }
+  return difference;
+}

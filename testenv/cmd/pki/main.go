@@ -1,6 +1,8 @@
 // Command pki writes the throwaway PKI of the integration test cluster into a
 // directory: one CA that signs the apiserver's and the gateway's serving certs
-// and the x509 client certs, plus the service-account signing key pair.
+// and the x509 client certs (test users, kubelets, control-plane components),
+// plus the service-account signing key pair. kube-controller-manager signs
+// certificate requests with the same CA.
 //
 // It is idempotent: a file that already exists is kept, so certificates handed
 // to running processes or tests stay valid across repeated `up`s. Leaf certs
@@ -52,6 +54,12 @@ var leaves = []leaf{
 	// Kubelets as the Node authorizer knows them: user system:node:NAME in group system:nodes.
 	{name: "node-a", cn: "system:node:node-a", orgs: []string{"system:nodes"}},
 	{name: "node-b", cn: "system:node:node-b", orgs: []string{"system:nodes"}},
+	// The control plane, which reaches the apiserver through the environment's Levee: the users
+	// kube-apiserver's bootstrap RBAC grants the controller manager's and the scheduler's rights to,
+	// and KWOK's node and pod simulator, bound to KWOK's own ClusterRole by testenv.
+	{name: "kube-controller-manager", cn: "system:kube-controller-manager"},
+	{name: "kube-scheduler", cn: "system:kube-scheduler"},
+	{name: "kwok", cn: "kwok-controller"},
 }
 
 func main() {
