@@ -33,7 +33,7 @@ export type Proof = { fresh: true; consistency?: 'verified' | 'cache' } | { fres
 /**
  * Waits until the cache may answer as `freshness` asks, within a bound. `consistentRead` marks a
  * read without resourceVersion that the `cache` policy answers as it stands (freshness `any`).
- * Exact reads are not this function's: they are answered from a snapshot, or not at all.
+ * An exact read is then answered from the snapshot at its resourceVersion (serve/read.ts).
  */
 export async function prove(
   r: CachedResource,
@@ -52,7 +52,11 @@ export async function prove(
       return proof === true ? { fresh: true, consistency: 'verified' } : { fresh: false, stale: proof };
     }
     case 'notOlderThan':
-      // Not there in the apiserver's own time: it answers (or gives its own 504) rather than Levee.
+    case 'exact':
+      // Ahead of the store (an Exact read or a continue token from the apiserver itself, a
+      // resourceVersion another client saw): brought there first; the snapshot at an exact
+      // resourceVersion exists once the store has passed it. Not there in the apiserver's own
+      // time: it answers (or gives its own 504) rather than Levee.
       if (store.resourceVersion < freshness.resourceVersion && !(await r.consistency.reach(freshness.resourceVersion, FRESHNESS_WAIT_MS))) {
         return { fresh: false, stale: 'resource-version-ahead' };
       }
@@ -62,7 +66,5 @@ export async function prove(
       // The `cache` policy: a read without resourceVersion answered from the cache as it is.
       observer.consistentRead(r.name, 'cache-policy');
       return { fresh: true, consistency: 'cache' };
-    case 'exact':
-      return { fresh: true };
   }
 }
