@@ -67,7 +67,11 @@ export async function forward(
 
   let upstreamRes;
   try {
-    const headers = upstreamRequestHeaders(req.rawHeaders, (name) => droppedHeader(opts.auth, name));
+    // A watch Levee may have to end between two events is asked for uncompressed: the apiserver
+    // gzips watch-list streams, whose event boundaries cannot be seen in compressed bytes. The
+    // client asked to accept gzip, not to get it.
+    const drop = opts.ending ? (name: string) => droppedHeader(opts.auth, name) || name === 'accept-encoding' : (name: string) => droppedHeader(opts.auth, name);
+    const headers = upstreamRequestHeaders(req.rawHeaders, drop);
     headers.push(...(await credentialHeaders(pools.upstream, opts.auth)));
     const dispatcher = pools.get(opts.auth.identity, opts.traffic);
     const request = () =>

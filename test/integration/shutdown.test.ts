@@ -285,3 +285,35 @@ test('SIGTERM: what is still open when the grace period ends is closed, and Leve
   assert.match(l.output(), /"closedConnections":1,"msg":"shut down: grace period over, closed what was left"/);
   session.destroy();
 });
+
+test('SIGTERM: a forwarded watch-list asked for with gzip still ends between two events', async () => {
+  // Nothing cached: the watch is forwarded. The apiserver gzips watch-list streams, and events
+  // cannot be told apart in compressed bytes: Levee asks for the stream uncompressed.
+  const l = await levee(['--cache', '', '--shutdown-grace-period', '20s']);
+  const res = await new Promise<import('node:http').IncomingMessage>((resolve, reject) => {
+    https
+      .get(
+        `${l.url.origin}/api/v1/namespaces/${ns}/configmaps?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true`,
+        { ca, headers: { authorization: `Bearer ${env.tokens.admin}`, accept: 'application/json', 'accept-encoding': 'gzip' } },
+        resolve,
+      )
+      .on('error', reject);
+  });
+  assert.equal(res.statusCode, 200);
+  assert.equal(res.headers['content-encoding'], undefined);
+  let body = '';
+  res.on('data', (c: Buffer) => (body += c.toString()));
+  const ended = new Promise<boolean>((resolve) => {
+    res.once('end', () => resolve(true));
+    res.once('error', () => resolve(false));
+    res.once('aborted', () => resolve(false));
+  });
+  await until(() => body.includes('"k8s.io/initial-events-end":"true"'), 'the initial state');
+  const t = performance.now();
+  l.kill('SIGTERM');
+  assert.equal(await ended, true, 'the stream was cut');
+  assert.ok(performance.now() - t < 15_000, 'it waited for the grace period');
+  // Whole events only: every line parses.
+  for (const line of body.split('\n').filter((x) => x !== '')) JSON.parse(line);
+  assert.deepEqual(await l.exited, { code: 0, signal: null });
+});
