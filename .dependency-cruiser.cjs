@@ -7,7 +7,7 @@ const floors = [
   ['selectors', 'log'],
   ['api'],
   ['http', 'store'],
-  ['upstream', 'flow'],
+  ['upstream', 'flow', 'represent'],
   ['auth', 'reflector', 'watch', 'metrics'],
   ['cache', 'discovery'],
   ['serve'],

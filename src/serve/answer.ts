@@ -72,6 +72,7 @@ export async function decideRequest(deps: AnswerDeps, req: DownstreamRequest, ad
       watchList: cached?.reflector.watchListSupported ?? false,
       version: cached?.info.version,
       selectableFields: cached?.info.selectableFields,
+      customResource: cached?.info.listKind !== undefined,
       upstreamBusy: deps.flow?.upstreamBusy('read') ?? false,
       proofBytes: deps.consistentReadProofBytes,
       answersAtLeast: cached ? (q, bytes) => answersAtLeast(cached.store, q, bytes) : undefined,

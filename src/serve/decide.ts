@@ -2,7 +2,7 @@
 // tested case by case (test/unit/decide.test.ts). Anything Levee cannot answer exactly as the
 // apiserver would (transforms, protobuf-only clients, pretty printing, parameters it does not know,
 // invalid input whose error text is the apiserver's to give) goes upstream.
-import { isPrettyPrint } from '../api/negotiation.ts';
+import { isPrettyPrint, negotiateMediaType, representationFor, type Representation } from '../api/negotiation.ts';
 import type { ConsistentReads } from '../api/consistency.ts';
 import { parseFieldSelector, type FieldSelector } from '../selectors/fields.ts';
 import { parseLabelSelector, type LabelSelector } from '../selectors/labels.ts';
@@ -33,6 +33,8 @@ export interface ReadPlan {
   partial?: boolean;
   /** The client asked for a consistent read (no resourceVersion). */
   consistentRead?: boolean;
+  /** How the answer is written (negotiated from Accept as the apiserver does). */
+  representation: Representation;
 }
 
 export interface WatchPlan {
@@ -52,6 +54,8 @@ export interface WatchPlan {
   consistentRead?: boolean;
   allowBookmarks: boolean;
   timeoutSeconds: number | undefined;
+  /** How each event's object is written. */
+  representation: Representation;
 }
 
 export type Decision = { source: 'cache'; plan: ReadPlan } | { source: 'upstream'; reason: ForwardReason };
@@ -132,6 +136,10 @@ export interface CacheState {
    * Unset: the built-in resource's (selectors/selectable.ts), or none, and the request is forwarded.
    */
   selectableFields?: SelectableFields | undefined;
+  /** A custom resource: served in JSON only, except its metadata-only forms (as the apiserver). */
+  customResource?: boolean | undefined;
+  /** Whether the cache can write this representation of the resource. Unset: plain JSON only. */
+  writes?: ((r: Representation) => boolean) | undefined;
 }
 
 /** A field selector as the apiserver's field label conversion leaves it; undefined when it refuses a label. */
@@ -173,17 +181,19 @@ const LIST_PARAMS = new Set([
   'allowWatchBookmarks',
 ]);
 
-/** True when the client accepts plain JSON of the object and asks for no transform (Table, PartialObjectMetadata). */
-export function acceptsPlainJson(accept: string | undefined): boolean {
-  if (accept === undefined || accept.trim() === '') return true;
-  let json = false;
-  for (const part of accept.split(',')) {
-    const [type, ...params] = part.split(';').map((s) => s.trim().toLowerCase());
-    // A transform anywhere in the list is the client's first choice; the apiserver honours it.
-    if (params.some((p) => p.startsWith('as='))) return false;
-    if (type === 'application/json' || type === '*/*' || type === 'application/*') json = true;
-  }
-  return json;
+/**
+ * The representation the apiserver would answer in, when the cache writes it too; otherwise the
+ * reason to forward: a media type or conversion the cache does not write (`media-type`), or
+ * indented JSON (`pretty`: the `pretty` parameter, browsers, curl, wget), the apiserver's to write.
+ */
+function representation(r: ReadRequest, state: CacheState, verb: 'get' | 'list' | 'watch'): Representation | ForwardReason {
+  const options = negotiateMediaType(r.accept, { customResource: state.customResource === true }, verb === 'watch');
+  const rep = representationFor(options, verb);
+  if (!rep) return 'media-type';
+  if (rep.as === 'object' && rep.media === 'json' ? false : !(state.writes?.(rep) ?? false)) return 'media-type';
+  const indentable = rep.as === 'Table' || rep.media === 'json';
+  if (indentable && isPrettyPrint(r.query, r.userAgent)) return 'pretty';
+  return rep;
 }
 
 function forward(reason: ForwardReason): { source: 'upstream'; reason: ForwardReason } {
@@ -216,9 +226,8 @@ export function decideRead(r: ReadRequest, state: CacheState): Decision {
     return forward('invalid');
   }
   if (r.impersonating) return forward('impersonation');
-  if (!acceptsPlainJson(r.accept)) return forward('media-type');
-  // Indented JSON (?pretty, browsers, curl, wget) is the apiserver's to write.
-  if (isPrettyPrint(query, r.userAgent)) return forward('pretty');
+  const rep = representation(r, state, info.verb === 'get' ? 'get' : 'list');
+  if (typeof rep === 'string') return forward(rep);
   const allowed = info.verb === 'get' ? GET_PARAMS : LIST_PARAMS;
   for (const key of query.keys()) if (!allowed.has(key)) return forward('parameter');
 
@@ -238,7 +247,7 @@ export function decideRead(r: ReadRequest, state: CacheState): Decision {
   const rv = rvParam === '' ? undefined : parseResourceVersion(rvParam);
   if (rvParam !== '' && rv === undefined) return forward('invalid');
   if (state.selection && info.verb === 'list' && !withinSelection(state.selection, labels, fields)) return forward('outside-selection');
-  const base = { namespace, name: info.name, labels, fields, partial: state.selection !== undefined };
+  const base = { namespace, name: info.name, labels, fields, partial: state.selection !== undefined, representation: rep };
 
   if (info.verb === 'get') {
     let freshness: Freshness | undefined;
@@ -331,8 +340,8 @@ export function decideWatch(r: ReadRequest, state: CacheState): WatchDecision {
   if (state.version !== undefined && info.apiVersion !== state.version) return forward('version');
   if (!state.synced) return forward('not-synced');
   if (r.impersonating) return forward('impersonation');
-  if (!acceptsPlainJson(r.accept)) return forward('media-type');
-  if (isPrettyPrint(query, r.userAgent)) return forward('pretty');
+  const rep = representation(r, state, 'watch');
+  if (typeof rep === 'string') return forward(rep);
   for (const key of query.keys()) if (!WATCH_PARAMS.has(key)) return forward('parameter');
   const namespace = info.apiGroup === '' && info.resource === 'namespaces' ? '' : info.namespace;
   if (!state.namespaced && namespace !== '') return forward('invalid');
@@ -393,6 +402,6 @@ export function decideWatch(r: ReadRequest, state: CacheState): WatchDecision {
   }
   return {
     source: 'cache',
-    plan: { namespace, labels, fields, resourceVersion: rv ?? 0, initial, initialEventsEnd, allowBookmarks, timeoutSeconds, ...(consistentRead ? { consistentRead } : {}) },
+    plan: { namespace, labels, fields, resourceVersion: rv ?? 0, initial, initialEventsEnd, allowBookmarks, timeoutSeconds, representation: rep, ...(consistentRead ? { consistentRead } : {}) },
   };
 }
