@@ -1,14 +1,14 @@
 // Watches answered from the cache are authorized again while they run, so revoking a role ends
 // them (the apiserver itself authorizes a watch only when it starts). One ticker walks every watch;
 // each is due at its own jittered time, so watches opened together are not all reviewed together.
-import { errorLine } from '../watch/encode.ts';
 import type { Credential } from './authenticate.ts';
+import type { Status } from '../api/types.ts';
 import type { ResourceAttributes } from '../api/attributes.ts';
 import type { AccessGuard } from './guard.ts';
 
 /** What a refused watch is ended with: the watcher itself, so no closure is kept per watch. */
 export interface Endable {
-  endWith(line: Buffer): void;
+  endWith(status: Status): void;
 }
 
 export interface Entry {
@@ -76,7 +76,7 @@ export class WatchReauthorizer {
         // next check asks again.
         if (a.allowed === false && !a.busy && this.#entries.has(e)) {
           this.#entries.delete(e);
-          e.watch.endWith(errorLine(a.status));
+          e.watch.endWith(a.status);
         }
       });
     }

@@ -10,7 +10,9 @@ import type { Entry as WatchEntry, WatchReauthorizer } from '../auth/watchrechec
 import type { FlowController } from '../flow/flowcontrol.ts';
 import { beginsWithState, consistentReadsFor, type Rule } from '../flow/rules.ts';
 import type { DownstreamRequest, DownstreamResponse } from '../http/downstream.ts';
-import { writeStatus } from '../http/respond.ts';
+import { writeStatusAs } from './status.ts';
+import { writesProtobuf } from '../represent/protobuf/objects.ts';
+import type { Representation } from '../api/negotiation.ts';
 import type { GatewayMetrics } from '../metrics/metrics.ts';
 import type { Admitted } from './admission.ts';
 import { decide, type ForwardReason, type ReadPlan, type WatchPlan } from './decide.ts';
@@ -73,6 +75,7 @@ export async function decideRequest(deps: AnswerDeps, req: DownstreamRequest, ad
       version: cached?.info.version,
       selectableFields: cached?.info.selectableFields,
       customResource: cached?.info.listKind !== undefined,
+      writes: cached ? (rep) => writes(cached, rep) : undefined,
       upstreamBusy: deps.flow?.upstreamBusy('read') ?? false,
       proofBytes: deps.consistentReadProofBytes,
       answersAtLeast: cached ? (q, bytes) => answersAtLeast(cached.store, q, bytes) : undefined,
@@ -80,6 +83,13 @@ export async function decideRequest(deps: AnswerDeps, req: DownstreamRequest, ad
   );
   if (decision.source === 'upstream' || !cached) return { forward: decision.source === 'upstream' ? decision.reason : 'not-cached' };
   return { cached, plan: decision.plan };
+}
+
+/** The representations the cache writes for this resource (docs/design.md, "Representations"). */
+function writes(cached: CachedResource, rep: Representation): boolean {
+  if (rep.as === 'object') return rep.media === 'json' || writesProtobuf(cached.info);
+  if (rep.as === 'Table') return false;
+  return rep.media === 'protobuf';
 }
 
 /** The attributes the apiserver's authorization filter would check for this request. */
@@ -111,7 +121,7 @@ export async function answerFromCache(
   const admission = await deps.guard.admit(admitted.credential, attrs);
   if (admission.allowed === false) {
     // Refused exactly as the apiserver refuses: no cached byte reaches this client.
-    writeStatus(res, admission.status);
+    writeStatusAs(res, admission.status, decided.plan.representation);
     return { answered: admission.status.code };
   }
   if (admission.allowed === 'undecided') return { forward: 'undecided' };

@@ -87,8 +87,11 @@ export type ForwardReason =
   | 'resource-version-ahead'
   // an Exact read or continue token older than the snapshots kept;
   | 'snapshot-expired'
-  // a watch from a resourceVersion older than the event window.
-  | 'window-expired';
+  // a watch from a resourceVersion older than the event window;
+  | 'window-expired'
+  // a representation negotiated that the handler cannot write after all (an object the protobuf
+  // layout does not describe).
+  | 'representation';
 
 export interface ReadRequest {
   /** The HTTP method; GET when absent. */

@@ -10,17 +10,19 @@ import { encodeContinue } from './continuetoken.ts';
 import type { ReadPlan } from './decide.ts';
 import { CONSISTENCY_HEADER, prove, type ConsistentReadObserver, type Stale } from './freshness.ts';
 import { drained, type DownstreamResponse } from '../http/downstream.ts';
-import { writeStatus } from '../http/respond.ts';
+import { writeStatusAs } from './status.ts';
+import { envelope as protobufEnvelope, fieldHead, listMetaField, metadataMessage, objectMessage, PROTOBUF, wrap } from '../represent/protobuf/objects.ts';
+import type { Representation } from '../api/negotiation.ts';
 
 /** Answered (its status code and body bytes), or the reason the apiserver must answer instead. */
-export type ServeResult = { code: number; bytes: number } | { forward: Stale | 'snapshot-expired' | 'outside-selection' };
+export type ServeResult = { code: number; bytes: number } | { forward: Stale | 'snapshot-expired' | 'outside-selection' | 'representation' };
 
 // Writes are gathered into chunks of about this size: one write per item would cost a syscall and
 // a frame per object, one write per list would hold the whole list.
 const WRITE_CHUNK = 64 * 1024;
 
-function headers(requestId: string | undefined): Record<string, string> {
-  const h: Record<string, string> = { 'content-type': 'application/json', 'cache-control': 'no-cache, private' };
+function headers(requestId: string | undefined, rep: Representation): Record<string, string> {
+  const h: Record<string, string> = { 'content-type': rep.as !== 'Table' && rep.media === 'protobuf' ? PROTOBUF : 'application/json', 'cache-control': 'no-cache, private' };
   if (requestId) h['audit-id'] = requestId;
   return h;
 }
@@ -37,7 +39,8 @@ export async function serveRead(
   const proof = await prove(r, plan.freshness, plan.consistentRead === true, arrivedAt, observer);
   if (!proof.fresh) return { forward: proof.stale };
   if (proof.consistency) extra[CONSISTENCY_HEADER] = proof.consistency;
-  const served = plan.verb === 'get' ? serveGet(r, plan, res, { ...headers(requestId), ...extra }) : await serveList(r, plan, res, { ...headers(requestId), ...extra });
+  const h = { ...headers(requestId, plan.representation), ...extra };
+  const served = plan.verb === 'get' ? serveGet(r, plan, res, h) : await serveList(r, plan, res, h);
   if (proof.consistency && 'code' in served) observer.consistentBytes(r.name, 'cache', served.bytes);
   return served;
 }
@@ -69,6 +72,11 @@ async function serveList(r: CachedResource, plan: ReadPlan, res: DownstreamRespo
   if (result.lastKey !== undefined) {
     const relative = plan.namespace === '' ? result.lastKey : result.lastKey.slice(plan.namespace.length + 1);
     cont = encodeContinue(snapshot?.resourceVersion ?? listRV, relative);
+  }
+  const rep = plan.representation;
+  if (rep.as !== 'Table' && rep.media === 'protobuf') {
+    const meta = { resourceVersion: String(listRV), continue: cont, remainingItemCount: cont !== undefined ? result.remaining : undefined };
+    return writeProtobufList(r, rep.as === 'object' ? 'object' : rep.version, meta, result.items, res, responseHeaders);
   }
   const [headBytes, tailBytes] = envelope(r, String(listRV), cont, result.remaining);
   // The length is known before the first byte: a Content-Length spares HTTP/1.1 chunk framing.
@@ -106,10 +114,18 @@ function serveGet(r: CachedResource, plan: ReadPlan, res: DownstreamResponse, re
   // Absent from a partial cache says nothing about the apiserver: it answers.
   if (!o && plan.partial) return { forward: 'outside-selection' };
   if (!o) {
-    writeStatus(res, newNotFound({ group: r.info.group, resource: r.info.resource }, plan.name));
+    writeStatusAs(res, newNotFound({ group: r.info.group, resource: r.info.resource }, plan.name), plan.representation);
     return { code: 404, bytes: 0 };
   }
-  const body = Buffer.concat([...objectBytes(r.info, o), NEWLINE]);
+  const rep = plan.representation;
+  let body: Buffer;
+  if (rep.as !== 'Table' && rep.media === 'protobuf') {
+    const m = rep.as === 'object' ? objectMessage(r.info, o) : metadataMessage(r.info, o);
+    if (!m) return { forward: 'representation' };
+    body = rep.as === 'object' ? wrap(apiVersionOf(r.info), r.info.kind, m) : wrap(`meta.k8s.io/${rep.version}`, 'PartialObjectMetadata', m);
+  } else {
+    body = Buffer.concat([...objectBytes(r.info, o), NEWLINE]);
+  }
   res.writeHead(200, responseHeaders);
   res.end(body);
   return { code: 200, bytes: body.length };
@@ -138,4 +154,51 @@ async function writeItems(res: DownstreamResponse, head: Buffer, items: readonly
   }
   parts.push(tail);
   res.end(Buffer.concat(parts));
+}
+
+/**
+ * A list in protobuf: the envelope, the list's ListMeta (field 1), and each item's message as
+ * field 2. Every item's message is found before the first byte: the envelope holds the length.
+ */
+async function writeProtobufList(
+  r: CachedResource,
+  form: 'object' | 'v1' | 'v1beta1',
+  meta: { resourceVersion: string; continue: string | undefined; remainingItemCount: number | undefined },
+  items: readonly CachedObject[],
+  res: DownstreamResponse,
+  responseHeaders: Record<string, string>,
+): Promise<ServeResult> {
+  const parts: Buffer[] = [listMetaField(meta)];
+  let length = parts[0]!.length;
+  for (const o of items) {
+    const m = form === 'object' ? objectMessage(r.info, o) : metadataMessage(r.info, o);
+    if (!m) return { forward: 'representation' };
+    const head = fieldHead(2, m.length);
+    parts.push(head, m);
+    length += head.length + m.length;
+  }
+  const [head, tail] =
+    form === 'object' ? protobufEnvelope(apiVersionOf(r.info), `${r.info.kind}List`, length) : protobufEnvelope(`meta.k8s.io/${form}`, 'PartialObjectMetadataList', length);
+  const total = head.length + length + tail.length;
+  res.writeHead(200, { ...responseHeaders, 'content-length': String(total) });
+  parts.unshift(head);
+  parts.push(tail);
+  await writeBuffers(res, parts);
+  return { code: 200, bytes: total };
+}
+
+/** Writes the buffers in chunks of about WRITE_CHUNK, waiting for the client when it is slow. */
+async function writeBuffers(res: DownstreamResponse, buffers: readonly Buffer[]): Promise<void> {
+  let chunk: Buffer[] = [];
+  let size = 0;
+  for (const b of buffers) {
+    chunk.push(b);
+    size += b.length;
+    if (size >= WRITE_CHUNK) {
+      if (!res.write(Buffer.concat(chunk, size)) && !(await drained(res))) return;
+      chunk = [];
+      size = 0;
+    }
+  }
+  res.end(Buffer.concat(chunk, size));
 }

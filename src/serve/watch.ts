@@ -3,7 +3,10 @@
 // and the read of the window happen in one turn of the event loop, so no event falls between them.
 import type { CachedResource } from '../cache/cache.ts';
 import { CacheWatcher } from '../watch/watcher.ts';
-import { addedLine, initialEventsEndLine } from '../watch/encode.ts';
+import { JSON_WATCH, type WatchEncoding } from '../watch/encode.ts';
+import { PROTOBUF_METADATA_WATCH, PROTOBUF_OBJECT_WATCH } from '../watch/protobuf.ts';
+import type { Status } from '../api/types.ts';
+import type { Representation } from '../api/negotiation.ts';
 import { listLive } from '../store/query.ts';
 import type { CachedObject } from '../store/object.ts';
 import { prove, type ConsistentReadObserver, type Stale } from './freshness.ts';
@@ -17,8 +20,8 @@ const MIN_REQUEST_TIMEOUT_S = 1800;
 export interface ServedWatch {
   /** Settles with the status code once the watch has ended. */
   done: Promise<number>;
-  /** Ends the watch early with a last line (an ERROR event), after what is already queued. */
-  endWith(line: Buffer): void;
+  /** Ends the watch early with an ERROR event carrying this Status, after what is already queued. */
+  endWith(status: Status): void;
 }
 
 /**
@@ -33,7 +36,7 @@ export async function serveWatch(
   arrivedAt: bigint,
   observer: ConsistentReadObserver,
   requestId?: string,
-): Promise<{ forward: Stale | 'window-expired' } | ServedWatch> {
+): Promise<{ forward: Stale | 'window-expired' | 'representation' } | ServedWatch> {
   if (plan.initial) {
     const freshness =
       plan.initial === 'notOlderThan' ? { mode: plan.initial, resourceVersion: plan.resourceVersion } : { mode: plan.initial };
@@ -49,17 +52,19 @@ export async function serveWatch(
   }
   const backlog = plan.initial ? [] : r.store.events.since(from);
   if (!backlog) return { forward: 'window-expired' };
-  const headers: Record<string, string> = { 'content-type': 'application/json', 'cache-control': 'no-cache, private' };
+  const encoding = watchEncoding(plan.representation);
+  if (!encoding) return { forward: 'representation' };
+  const headers: Record<string, string> = { 'content-type': encoding.contentType, 'cache-control': 'no-cache, private' };
   if (requestId) headers['audit-id'] = flat(requestId);
   res.writeHead(200, headers);
   res.flushHeaders?.();
 
   const timeoutMs = (plan.timeoutSeconds ?? MIN_REQUEST_TIMEOUT_S * (1 + Math.random())) * 1000;
   const filter = { namespace: plan.namespace, labels: plan.labels, fields: plan.fields, resourceVersion: from };
-  const watcher = new CacheWatcher(r, filter, res, { timeoutMs, bookmarks: plan.allowBookmarks });
+  const watcher = new CacheWatcher(r, filter, res, { timeoutMs, bookmarks: plan.allowBookmarks }, encoding);
   let initialBytes = 0;
-  for (const o of initial) initialBytes += watcher.push(addedLine(r.info, o));
-  if (plan.initial && plan.initialEventsEnd) initialBytes += watcher.push(initialEventsEndLine(r.info, from));
+  for (const o of initial) initialBytes += watcher.pushAdded(o);
+  if (plan.initial && plan.initialEventsEnd) initialBytes += watcher.pushInitialEventsEnd(from);
   if (plan.initial === 'consistent' || plan.consistentRead) observer.consistentBytes(r.name, 'cache', initialBytes);
   for (const e of backlog) watcher.offer(e);
   watcher.start();
@@ -76,4 +81,11 @@ export async function serveWatch(
 function flat(s: string): string {
   Buffer.byteLength(s);
   return s;
+}
+
+/** How the watch writes its events, for the representation negotiated; undefined: not by the cache. */
+function watchEncoding(rep: Representation): WatchEncoding | undefined {
+  if (rep.as === 'object') return rep.media === 'json' ? JSON_WATCH : PROTOBUF_OBJECT_WATCH;
+  if (rep.as === 'PartialObjectMetadata' && rep.media === 'protobuf') return PROTOBUF_METADATA_WATCH[rep.version];
+  return undefined;
 }

@@ -15,6 +15,36 @@ function frame(type: string, parts: Buffer[]): Buffer {
   return Buffer.concat([Buffer.from(`{"type":"${type}","object":`), ...parts, CLOSE]);
 }
 
+/**
+ * How a watch writes its events: JSON lines here, protobuf frames (watch/protobuf.ts), and the
+ * metadata-only forms. Every frame of an event is made once and shared by the watchers that
+ * receive it in that representation.
+ */
+export interface WatchEncoding {
+  readonly contentType: string;
+  /** The frame for `event` delivered as `type`; undefined when this event cannot be written so. */
+  event(info: ResourceInfo, event: StoreEvent, type: WatchEventType): Buffer | undefined;
+  bookmark(info: ResourceInfo, resourceVersion: number): Buffer;
+  added(info: ResourceInfo, o: CachedObject): Buffer | undefined;
+  initialEventsEnd(info: ResourceInfo, resourceVersion: number): Buffer;
+  error(status: Status): Buffer;
+}
+
+/**
+ * The object an event carries to a watcher that receives it as `type`: the stored object, or its
+ * previous state, and in either case at the event's resourceVersion when it is a DELETED the
+ * watcher sees for an object it did not change (docs/design.md, "Watch").
+ */
+export function eventObject(info: ResourceInfo, event: StoreEvent, type: WatchEventType): { object: CachedObject; parts: Buffer[] | undefined } {
+  // An object that leaves a watcher's selection is sent as DELETED with its previous state at
+  // the event's resourceVersion, as the apiserver's cacher does.
+  // So is an object a relist found gone, at the list's resourceVersion.
+  const leaving = type === 'DELETED' && event.type !== 'DELETED';
+  const object = leaving ? event.prev! : event.object;
+  const parts = type === 'DELETED' && object.resourceVersion !== event.resourceVersion ? withResourceVersion(objectBytes(info, object), object, event.resourceVersion) : undefined;
+  return { object, parts };
+}
+
 /** The line for `event` delivered as `type` to a watcher (selector transitions change the type). */
 export function eventLine(info: ResourceInfo, event: StoreEvent, type: WatchEventType): Buffer {
   let byType = lines.get(event);
@@ -24,16 +54,8 @@ export function eventLine(info: ResourceInfo, event: StoreEvent, type: WatchEven
   }
   let line = byType.get(type);
   if (!line) {
-    // An object that leaves a watcher's selection is sent as DELETED with its previous state at
-    // the event's resourceVersion, as the apiserver's cacher does.
-    // So is an object a relist found gone, at the list's resourceVersion.
-    const leaving = type === 'DELETED' && event.type !== 'DELETED';
-    const source = leaving ? event.prev! : event.object;
-    const parts =
-      type === 'DELETED' && source.resourceVersion !== event.resourceVersion
-        ? withResourceVersion(objectBytes(info, source), source, event.resourceVersion)
-        : objectBytes(info, source);
-    line = frame(type, parts);
+    const { object, parts } = eventObject(info, event, type);
+    line = frame(type, parts ?? objectBytes(info, object));
     byType.set(type, line);
   }
   return line;
@@ -106,3 +128,12 @@ function listBlueprint(info: ResourceInfo): string {
 export function errorLine(status: Status): Buffer {
   return Buffer.from(`{"type":"ERROR","object":${JSON.stringify(status)}}\n`);
 }
+
+export const JSON_WATCH: WatchEncoding = {
+  contentType: 'application/json',
+  event: eventLine,
+  bookmark: bookmarkLine,
+  added: addedLine,
+  initialEventsEnd: initialEventsEndLine,
+  error: errorLine,
+};

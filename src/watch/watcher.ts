@@ -9,7 +9,9 @@ import type { LabelSelector } from '../selectors/labels.ts';
 import type { StoreEvent } from '../store/events.ts';
 import type { CachedObject } from '../store/object.ts';
 import { drained, type DownstreamResponse } from '../http/downstream.ts';
-import { bookmarkLine, eventLine, type WatchEventType } from './encode.ts';
+import { JSON_WATCH, type WatchEncoding, type WatchEventType } from './encode.ts';
+import { newInternalError } from '../api/status.ts';
+import type { Status } from '../api/types.ts';
 import type { Sleeper } from './clock.ts';
 import type { WatcherRegistry } from './registry.ts';
 
@@ -64,6 +66,7 @@ export interface WatchTiming {
   bookmarks: boolean;
 }
 
+
 // Which watcher a response belongs to, so that one shared function can listen for every
 // response's 'close' instead of a closure per watch.
 const watcherOf = new WeakMap<DownstreamResponse, CacheWatcher>();
@@ -83,6 +86,7 @@ export class CacheWatcher implements WatchFilter, Sleeper {
   readonly resourceVersion: number;
   readonly #r: WatchedResource;
   readonly #res: DownstreamResponse;
+  readonly #encoding: WatchEncoding;
   #queue: Buffer[] | undefined;
   #queued = 0;
   #writing = false;
@@ -98,8 +102,9 @@ export class CacheWatcher implements WatchFilter, Sleeper {
   wakeAt = 0;
   slot = -1;
 
-  constructor(r: WatchedResource, filter: WatchFilter, res: DownstreamResponse, timing: WatchTiming) {
+  constructor(r: WatchedResource, filter: WatchFilter, res: DownstreamResponse, timing: WatchTiming, encoding: WatchEncoding = JSON_WATCH) {
     this.#r = r;
+    this.#encoding = encoding;
     this.namespace = filter.namespace;
     this.labels = filter.labels;
     this.fields = filter.fields;
@@ -133,22 +138,38 @@ export class CacheWatcher implements WatchFilter, Sleeper {
     const type = deliveredAs(this, e);
     if (type === undefined) return;
     this.#sentRV = e.resourceVersion;
-    this.#send(eventLine(this.#r.info, e, type));
+    const frame = this.#encoding.event(this.#r.info, e, type);
+    // An object the representation cannot write exactly ends the watch with an error rather than
+    // leave the client a gap it cannot see.
+    if (frame === undefined) this.endWith(newInternalError(`unable to encode watch object at resourceVersion ${e.resourceVersion}`));
+    else this.#send(frame);
   }
 
-  /** Queues a line as it is (the initial state, its end bookmark). */
-  /** Queues a line of the initial state; returns its length (0 once the watch is closed). */
-  push(line: Buffer): number {
+  /** Queues an object of the initial state as ADDED; returns the bytes queued (0 once closed). */
+  pushAdded(o: CachedObject): number {
     if (this.#closed) return 0;
-    this.#send(line);
-    return line.length;
+    const frame = this.#encoding.added(this.#r.info, o);
+    if (frame === undefined) {
+      this.endWith(newInternalError(`unable to encode watch object ${o.key}`));
+      return 0;
+    }
+    this.#send(frame);
+    return frame.length;
+  }
+
+  /** Queues the bookmark that ends a watch-list's initial events; returns its length. */
+  pushInitialEventsEnd(resourceVersion: number): number {
+    if (this.#closed) return 0;
+    const frame = this.#encoding.initialEventsEnd(this.#r.info, resourceVersion);
+    this.#send(frame);
+    return frame.length;
   }
 
   /** A BOOKMARK at the store's resourceVersion: every event up to it has been queued already. */
   bookmark(): void {
     if (this.#closed) return;
     const rv = Math.max(this.#sentRV, this.#r.store.resourceVersion);
-    this.#send(bookmarkLine(this.#r.info, rv));
+    this.#send(this.#encoding.bookmark(this.#r.info, rv));
   }
 
   bookmarkIfAllowed(): void {
@@ -187,9 +208,10 @@ export class CacheWatcher implements WatchFilter, Sleeper {
     if (!this.#writing) this.#end();
   }
 
-  /** Sends a last line (an ERROR event) after everything queued, then ends the watch. */
-  endWith(line: Buffer): void {
+  /** Sends an ERROR event with this Status after everything queued, then ends the watch. */
+  endWith(status: Status): void {
     if (this.#closed || this.#ending) return;
+    const line = this.#encoding.error(status);
     (this.#queue ??= []).push(line);
     this.#queued += line.length;
     this.#ending = true;

@@ -138,7 +138,7 @@ test('a watch is re-authorized with the selectors it was admitted with', async (
     const recheck = new WatchReauthorizer(guard, 1_000);
     const ended: string[] = [];
     const attrs = { ...listPods, verb: 'watch', fieldSelector: 'spec.nodeName=node-a', labelSelector: 'app=web' };
-    recheck.add({ kind: 'x509', user: node } as unknown as Credential, attrs, { endWith: (line) => void ended.push(line.toString()) });
+    recheck.add({ kind: 'x509', user: node } as unknown as Credential, attrs, { endWith: (status) => void ended.push(status.reason) });
     mock.timers.tick(2_000);
     await new Promise((r) => setImmediate(r));
     assert.ok(asked.length >= 1);
@@ -146,7 +146,7 @@ test('a watch is re-authorized with the selectors it was admitted with', async (
     allowed = false;
     mock.timers.tick(2_000);
     await new Promise((r) => setImmediate(r));
-    assert.equal(ended.length, 1);
+    assert.deepEqual(ended, ['Forbidden']);
     assert.equal(recheck.size, 0);
   } finally {
     mock.timers.reset();

@@ -1,0 +1,153 @@
+// Cached objects, lists, watch events and Status in protobuf, framed as the apiserver frames them
+// (k8s.io/apimachinery/pkg/runtime/serializer/protobuf): the magic "k8s\0", then a runtime.Unknown
+// carrying the apiVersion and kind and the object's message. A watch stream is WatchEvent messages,
+// each prefixed by its length in four big-endian bytes, whose object is such an envelope.
+//
+// Each object's message is made from its JSON once, on the first protobuf answer that needs it, and
+// kept as long as that object is the one stored (docs/design.md, "Representations").
+import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
+import { apiVersionOf, type ResourceInfo } from '../../api/resource.ts';
+import type { Status } from '../../api/types.ts';
+import type { CachedObject } from '../../store/object.ts';
+import { encodeMessage, parseObject, Unrepresentable } from './encode.ts';
+import { LIST_META, messageOfKind, OBJECT_META, STATUS } from './schema.ts';
+
+export const PROTOBUF = 'application/vnd.kubernetes.protobuf';
+export const PROTOBUF_WATCH = 'application/vnd.kubernetes.protobuf;stream=watch';
+const MAGIC = Buffer.from('k8s\u0000', 'latin1');
+// runtime.Unknown's contentEncoding and contentType, both empty, after its raw bytes.
+const UNKNOWN_TAIL = Buffer.from([0x1a, 0x00, 0x22, 0x00]);
+
+/** Whether the cache can write this resource's objects in protobuf: a built-in kind the schema knows. */
+export function writesProtobuf(info: ResourceInfo): boolean {
+  return info.listKind === undefined && messageOfKind(apiVersionOf(info), info.kind) !== undefined && messageOfKind(apiVersionOf(info), `${info.kind}List`) !== undefined;
+}
+
+// Per stored object: its message, or null when its JSON has something the schema cannot write.
+const messages = new WeakMap<CachedObject, Buffer | null>();
+const metadataMessages = new WeakMap<CachedObject, Buffer | null>();
+
+/** The object's message bytes, or undefined when the cache cannot write it exactly. */
+export function objectMessage(info: ResourceInfo, o: CachedObject): Buffer | undefined {
+  let m = messages.get(o);
+  if (m === undefined) {
+    const message = messageOfKind(apiVersionOf(info), info.kind);
+    m = message === undefined ? null : attempt(() => Buffer.from(encodeMessage(message, parseObject(o.item))));
+    messages.set(o, m);
+  }
+  return m ?? undefined;
+}
+
+/**
+ * The message of the object's PartialObjectMetadata: its ObjectMeta as field 1. Every built-in
+ * kind has its ObjectMeta as field 1 too, so a built-in object's message begins with exactly
+ * these bytes; a custom resource's metadata is written from its JSON.
+ */
+export function metadataMessage(info: ResourceInfo, o: CachedObject): Buffer | undefined {
+  let m = metadataMessages.get(o);
+  if (m === undefined) {
+    const whole = info.listKind === undefined ? objectMessage(info, o) : undefined;
+    if (whole) {
+      m = whole.subarray(0, firstFieldLength(whole));
+    } else {
+      m = attempt(() => {
+        const metadata = parseObject(o.item).metadata;
+        if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata)) throw new Unrepresentable('no metadata');
+        const w = new BinaryWriter();
+        w.tag(1, WireType.LengthDelimited).bytes(encodeMessage(OBJECT_META, metadata));
+        return Buffer.from(w.finish());
+      });
+    }
+    metadataMessages.set(o, m);
+  }
+  return m ?? undefined;
+}
+
+function attempt(f: () => Buffer): Buffer | null {
+  try {
+    return f();
+  } catch (e) {
+    if (e instanceof Unrepresentable) return null;
+    throw e;
+  }
+}
+
+// The length of a message's first field (tag 0x0a, a varint length, the bytes).
+function firstFieldLength(m: Buffer): number {
+  let length = 0;
+  let shift = 0;
+  let i = 1;
+  for (;;) {
+    const b = m[i++]!;
+    length += (b & 0x7f) * 2 ** shift;
+    if (b < 0x80) break;
+    shift += 7;
+  }
+  return i + length;
+}
+
+function varint(n: number): Buffer {
+  return Buffer.from(new BinaryWriter().uint32(n).finish());
+}
+
+/** A field's tag and length, before its bytes. */
+export function fieldHead(num: number, length: number): Buffer {
+  return Buffer.from(new BinaryWriter().tag(num, WireType.LengthDelimited).uint32(length).finish());
+}
+
+/**
+ * The envelope around a message of `length` bytes: what goes before it and after it. The whole
+ * answer is head, the message, tail.
+ */
+export function envelope(apiVersion: string, kind: string, length: number): [Buffer, Buffer] {
+  const typeMeta = new BinaryWriter().tag(1, WireType.LengthDelimited).string(apiVersion).tag(2, WireType.LengthDelimited).string(kind).finish();
+  const head = Buffer.concat([MAGIC, fieldHead(1, typeMeta.length), typeMeta, fieldHead(2, length)]);
+  return [head, UNKNOWN_TAIL];
+}
+
+/** An object (or any message) as a GET answers it. */
+export function wrap(apiVersion: string, kind: string, message: Buffer): Buffer {
+  const [head, tail] = envelope(apiVersion, kind, message.length);
+  return Buffer.concat([head, message, tail]);
+}
+
+export interface ListMeta {
+  resourceVersion: string;
+  continue?: string | undefined;
+  remainingItemCount?: number | undefined;
+}
+
+/** The list's ListMeta, as field 1 of the list message. */
+export function listMetaField(meta: ListMeta): Buffer {
+  const json: Record<string, string | number> = { resourceVersion: meta.resourceVersion, continue: meta.continue ?? '' };
+  if (meta.remainingItemCount !== undefined) json.remainingItemCount = meta.remainingItemCount;
+  const m = encodeMessage(LIST_META, json);
+  return Buffer.concat([fieldHead(1, m.length), m]);
+}
+
+/**
+ * A watch event's frame: its length, then WatchEvent{type, object: RawExtension{raw: the object's
+ * envelope}}.
+ */
+export function watchFrame(type: string, object: Buffer): Buffer {
+  const raw = Buffer.concat([fieldHead(1, object.length), object]);
+  const typeField = new BinaryWriter().tag(1, WireType.LengthDelimited).string(type).finish();
+  const eventLength = typeField.length + fieldHead(2, raw.length).length + raw.length;
+  const prefix = Buffer.alloc(4);
+  prefix.writeUInt32BE(eventLength);
+  return Buffer.concat([prefix, typeField, fieldHead(2, raw.length), raw]);
+}
+
+/** A Status, as the apiserver writes errors to a client that negotiated protobuf. */
+export function statusBytes(status: Status): Buffer {
+  return wrap('v1', 'Status', Buffer.from(encodeMessage(STATUS, JSON.parse(JSON.stringify(status)) as Parameters<typeof encodeMessage>[1])));
+}
+
+/** A message made from JSON Levee writes itself (bookmarks), wrapped as a GET would answer it. */
+export function objectFromJson(info: ResourceInfo, json: Record<string, unknown>): Buffer {
+  const message = messageOfKind(apiVersionOf(info), info.kind);
+  if (!message) throw new Unrepresentable(`no protobuf layout for ${info.kind}`);
+  return wrap(apiVersionOf(info), info.kind, Buffer.from(encodeMessage(message, json as Parameters<typeof encodeMessage>[1])));
+}
+
+export { varint };
