@@ -55,6 +55,17 @@ function fields(message: string): readonly Field[] {
   return f;
 }
 
+/**
+ * Go sorts map keys as strings compare: by their UTF-8 bytes, which is code point order. JavaScript
+ * compares UTF-16 units, the same order unless a key has characters beyond U+FFFF.
+ */
+function sortedKeys(m: JsonObject): string[] {
+  const keys = Object.keys(m);
+  if (keys.length < 2) return keys;
+  if (keys.some((k) => /[\uD800-\uDFFF]/.test(k))) return keys.sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+  return keys.sort();
+}
+
 // `inline`: the object is the enclosing message's, which has checked its keys (its own and these).
 function writeMessage(w: BinaryWriter, message: string, obj: JsonObject, inline = false): void {
   if (!inline) {
@@ -72,8 +83,7 @@ function writeMessage(w: BinaryWriter, message: string, obj: JsonObject, inline 
     if (f.type === 'map') {
       if (v === undefined || v === null) continue;
       if (typeof v !== 'object' || Array.isArray(v)) throw new Unrepresentable(`${message}.${f.json}: not a map`);
-      // Go sorts the keys as strings compare: by their UTF-8 bytes.
-      const keys = Object.keys(v).sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+      const keys = sortedKeys(v);
       for (const key of keys) {
         const entry = v[key]!;
         w.tag(f.num, WireType.LengthDelimited).fork();
