@@ -184,8 +184,8 @@ test('SIGTERM: requests in flight finish whole, watches end between events, clie
     l.stream.pause();
   }
 
-  // A watch from the cache and forwarded ones (secrets are not cached; protobuf is the apiserver's
-  // to encode), each with an event.
+  // Watches from the cache (JSON and protobuf) and a forwarded one (secrets are not cached), each
+  // with an event.
   const cacheWatch = h2get(session, `/api/v1/namespaces/${ns}/configmaps?watch=true&resourceVersion=${rv}`);
   const forwardedWatch = h2get(session, `/api/v1/namespaces/${ns}/secrets?watch=true&resourceVersion=${rv}`);
   const protobufWatch = h2get(session, `/api/v1/namespaces/${ns}/configmaps?watch=true&resourceVersion=${rv}`, 'application/vnd.kubernetes.protobuf;stream=watch');
@@ -199,7 +199,7 @@ test('SIGTERM: requests in flight finish whole, watches end between events, clie
   assert.equal(await forwardedWatch.status, 200);
   assert.equal(await protobufWatch.status, 200);
   assert.equal(http1Watch.statusCode, 200);
-  await until(async () => (await metric(a, /^levee_longrunning_requests\{verb="WATCH",group="",resource="configmaps",subresource="",source="cache"\}/)) === 2, 'the watches from the cache');
+  await until(async () => (await metric(a, /^levee_longrunning_requests\{verb="WATCH",group="",resource="configmaps",subresource="",source="cache"\}/)) === 3, 'the watches from the cache');
   await until(async () => (await metric(a, /^levee_longrunning_requests\{verb="WATCH",group="",resource="secrets",subresource="",source="upstream"\}/)) === 1, 'the forwarded watch');
   assert.equal((await send('PATCH', `${env.server}/api/v1/namespaces/${ns}/configmaps/cm-0`, agent, env.tokens.admin, { data: { v: '1' } }, 'application/merge-patch+json')).status, 200);
   assert.equal((await send('POST', `${env.server}/api/v1/namespaces/${ns}/secrets`, agent, env.tokens.admin, { metadata: { name: 's-0' } })).status, 201);
