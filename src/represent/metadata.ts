@@ -2,29 +2,57 @@
 // metadata-only clients (the garbage collector's and controller-runtime's metadata informers) and
 // inside Table rows (docs/design.md, "Representations").
 //
-// A built-in object's metadata is its ObjectMeta, which the apiserver encodes the same way inside
-// the object and on its own: those bytes are taken out of the stored object. A custom resource is
-// unstructured, its metadata's keys sorted; the apiserver reads it through the unstructured
-// accessors into a typed ObjectMeta (meta.AsPartialObjectMetadata) and writes that, in the typed
-// field order: here too, from the stored bytes of each field.
+// The apiserver writes the ObjectMeta of its internal object. For a built-in kind that is the v1
+// object's metadata, encoded the same way inside the object and on its own: those bytes are taken
+// out of the stored object. A few kinds keep a field of their internal type in an annotation of
+// v1, which the internal object does not have (INTERNAL_ANNOTATIONS): their metadata is written
+// again without it. A custom resource is unstructured, its metadata's keys sorted; the apiserver
+// reads it through the unstructured accessors into a typed ObjectMeta (meta.AsPartialObjectMetadata)
+// and writes that in the typed field order: here too, from the stored bytes of each field.
+import { apiVersionOf, type ResourceInfo } from '../api/resource.ts';
 import type { CachedObject } from '../store/object.ts';
+import { compareGo } from '../selectors/gostrings.ts';
 import { goString } from './gojson.ts';
 import { formatTime, parseTime } from './gotime.ts';
 import { members, valueEnd, type Span } from './jsonbytes.ts';
 
 export type MetaVersion = 'v1' | 'v1beta1';
 
+/** Whether an annotation of the v1 object is a field of the internal one, absent from its metadata. */
+type Internal = (key: string, value: string) => boolean;
+
+// The round-trip annotations conversion to the internal version removes
+// (pkg/apis/autoscaling.DropRoundTripHorizontalPodAutoscalerAnnotations).
+const HPA = new Set([
+  'autoscaling.alpha.kubernetes.io/metrics',
+  'autoscaling.alpha.kubernetes.io/behavior',
+  'autoscaling.alpha.kubernetes.io/scale-down-tolerance',
+  'autoscaling.alpha.kubernetes.io/scale-up-tolerance',
+  'autoscaling.alpha.kubernetes.io/current-metrics',
+  'autoscaling.alpha.kubernetes.io/conditions',
+]);
+
+/** By apiVersion and kind: the conversions of pkg/apis/<group>/<version>/conversion.go that move annotations. */
+const INTERNAL_ANNOTATIONS: ReadonlyMap<string, Internal> = new Map<string, Internal>([
+  // spec.templateGeneration.
+  ['apps/v1 DaemonSet', (k) => k === 'deprecated.daemonset.template.generation'],
+  // spec.rollbackTo, when set.
+  ['apps/v1 Deployment', (k, v) => k === 'deprecated.deployment.rollback.to' && v !== ''],
+  ['autoscaling/v1 HorizontalPodAutoscaler', (k) => HPA.has(k)],
+  ['autoscaling/v2 HorizontalPodAutoscaler', (k) => HPA.has(k)],
+]);
+
 const METADATA_FIRST = Buffer.from('{"metadata":');
 const cached = new WeakMap<CachedObject, Buffer>();
 
 /**
- * The stored object's metadata as the apiserver writes its ObjectMeta: `{"name":…}`. Made once
- * per stored object: the bytes of a built-in's are a view of its item.
+ * The stored object's metadata as the apiserver writes its internal ObjectMeta: `{"name":…}`.
+ * Made once per stored object: for most built-in kinds, a view of its item.
  */
-export function metadataOf(o: CachedObject): Buffer {
+export function metadataOf(info: ResourceInfo, o: CachedObject): Buffer {
   let m = cached.get(o);
   if (m === undefined) {
-    m = o.typed && o.item.subarray(0, METADATA_FIRST.length).equals(METADATA_FIRST) ? o.item.subarray(METADATA_FIRST.length, valueEnd(o.item, METADATA_FIRST.length)) : metadataOfJson(o.item, o.typed);
+    m = o.typed && o.item.subarray(0, METADATA_FIRST.length).equals(METADATA_FIRST) ? typedMetadata(info, o.item, { start: METADATA_FIRST.length, end: valueEnd(o.item, METADATA_FIRST.length) }) : metadataOfJson(info, o.item, o.typed);
     cached.set(o, m);
   }
   return m;
@@ -34,10 +62,15 @@ export function metadataOf(o: CachedObject): Buffer {
  * The metadata of an object's JSON (a built-in's with its TypeMeta, or a custom resource's), for
  * bytes Levee changed: a DELETED at another resourceVersion.
  */
-export function metadataOfJson(json: Buffer, typed: boolean): Buffer {
-  if (!typed) return unstructuredMetadata(json);
+export function metadataOfJson(info: ResourceInfo, json: Buffer, typed: boolean): Buffer {
   const span = members(json, 0).get('metadata');
-  return span ? json.subarray(span.start, span.end) : Buffer.from('{}');
+  if (!span || json[span.start] !== 0x7b) return Buffer.from('{}');
+  return typed ? typedMetadata(info, json, span) : objectMeta(json, span, undefined);
+}
+
+function typedMetadata(info: ResourceInfo, json: Buffer, span: Span): Buffer {
+  const internal = info.listKind === undefined ? INTERNAL_ANNOTATIONS.get(`${apiVersionOf(info)} ${info.kind}`) : undefined;
+  return internal ? objectMeta(json, span, internal) : json.subarray(span.start, span.end);
 }
 
 /** `{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":…}`, without a newline. */
@@ -65,11 +98,10 @@ export function metadataListEnvelope(version: MetaVersion, resourceVersion: stri
   return empty ? [Buffer.from(`${head}null}\n`), Buffer.alloc(0)] : [Buffer.from(`${head}[`), Buffer.from(']}\n')];
 }
 
-// The typed ObjectMeta, field by field, from an unstructured object's metadata: what each
-// accessor of unstructured.Unstructured returns, written as encoding/json writes the struct.
-function unstructuredMetadata(item: Buffer): Buffer {
-  const span = members(item, 0).get('metadata');
-  if (!span || item[span.start] !== 0x7b) return Buffer.from('{}');
+// The typed ObjectMeta, field by field, from the metadata at `span`: what each accessor of
+// unstructured.Unstructured returns, written as encoding/json writes the struct, without the
+// annotations `internal` names.
+function objectMeta(item: Buffer, span: Span, internal: Internal | undefined): Buffer {
   const fields = members(item, span.start);
   const raw = (s: Span): string => item.toString('utf8', s.start, s.end);
   const value = (key: string): unknown => {
@@ -104,9 +136,13 @@ function unstructuredMetadata(item: Buffer): Buffer {
   for (const key of ['labels', 'annotations']) {
     // NestedStringMap: only a map of strings, else none; the stored map's keys are sorted already.
     const m = value(key);
-    if (m !== null && typeof m === 'object' && !Array.isArray(m) && Object.keys(m).length > 0 && Object.values(m).every((v) => typeof v === 'string')) {
-      out.push(`${goString(key)}:${raw(fields.get(key)!)}`);
-    }
+    if (m === null || typeof m !== 'object' || Array.isArray(m)) continue;
+    const entries = Object.entries(m as Record<string, unknown>);
+    if (!entries.every(([, v]) => typeof v === 'string')) continue;
+    const kept = key === 'annotations' && internal ? entries.filter(([k, v]) => !internal(k, v as string)) : entries;
+    if (kept.length === 0) continue;
+    if (kept.length === entries.length) out.push(`${goString(key)}:${raw(fields.get(key)!)}`);
+    else out.push(`${goString(key)}:{${kept.sort(([a], [b]) => compareGo(a, b)).map(([k, v]) => `${goString(k)}:${goString(v as string)}`).join(',')}}`);
   }
   const owners = ownerReferences(value('ownerReferences'));
   if (owners) out.push(`"ownerReferences":${owners}`);

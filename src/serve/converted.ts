@@ -81,6 +81,7 @@ export function tableOfObject(r: CachedResource, rep: TableRep, o: CachedObject)
 
 /** A LIST as a PartialObjectMetadataList, its length known before the first byte: the bytes, or undefined when an object's metadata cannot be found. */
 export async function writeMetadataList(
+  r: CachedResource,
   rep: { version: 'v1' | 'v1beta1' },
   list: ListState,
   items: readonly CachedObject[],
@@ -89,7 +90,7 @@ export async function writeMetadataList(
 ): Promise<number | undefined> {
   const metas: Buffer[] = [];
   try {
-    for (const o of items) metas.push(metadataOf(o));
+    for (const o of items) metas.push(metadataOf(r.info, o));
   } catch {
     return undefined;
   }
@@ -122,9 +123,9 @@ export async function writeMetadataList(
 }
 
 /** A GET as PartialObjectMetadata: its bytes, or undefined when its metadata cannot be found. */
-export function metadataOfObject(rep: { version: 'v1' | 'v1beta1' }, o: CachedObject): Buffer | undefined {
+export function metadataOfObject(r: CachedResource, rep: { version: 'v1' | 'v1beta1' }, o: CachedObject): Buffer | undefined {
   try {
-    return Buffer.concat([...partialObjectMetadata(rep.version, metadataOf(o)), NEWLINE]);
+    return Buffer.concat([...partialObjectMetadata(rep.version, metadataOf(r.info, o)), NEWLINE]);
   } catch {
     return undefined;
   }

@@ -78,7 +78,7 @@ async function serveList(r: CachedResource, plan: ReadPlan, res: DownstreamRespo
   if (rep.as !== 'object') {
     const meta = { resourceVersion: String(listRV), continue: cont, remainingItemCount: cont !== undefined ? result.remaining : undefined };
     const written =
-      rep.as === 'Table' ? await writeTableList(r, rep, meta, result.items, res, responseHeaders) : rep.media === 'json' ? await writeMetadataList(rep, meta, result.items, res, responseHeaders) : null;
+      rep.as === 'Table' ? await writeTableList(r, rep, meta, result.items, res, responseHeaders) : rep.media === 'json' ? await writeMetadataList(r, rep, meta, result.items, res, responseHeaders) : null;
     if (written === undefined) return { forward: 'representation' };
     if (written !== null) return { code: 200, bytes: written };
   }
@@ -128,7 +128,7 @@ function serveGet(r: CachedResource, plan: ReadPlan, res: DownstreamResponse, re
   const rep = plan.representation;
   let body: Buffer;
   if (rep.as === 'Table' || (rep.as === 'PartialObjectMetadata' && rep.media === 'json')) {
-    const converted = rep.as === 'Table' ? tableOfObject(r, rep, o) : metadataOfObject(rep, o);
+    const converted = rep.as === 'Table' ? tableOfObject(r, rep, o) : metadataOfObject(r, rep, o);
     if (!converted) return { forward: 'representation' };
     body = converted;
   } else if (rep.media === 'protobuf') {

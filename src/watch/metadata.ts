@@ -35,7 +35,7 @@ function encoding(version: MetaVersion): WatchEncoding {
       let f = byKey.get(key);
       if (f === undefined) {
         const { object, parts } = eventObject(info, event, type);
-        f = metadataFrame(type, () => (parts ? metadataOfJson(Buffer.concat(parts), object.typed) : metadataOf(object))) ?? null;
+        f = metadataFrame(type, () => (parts ? metadataOfJson(info, Buffer.concat(parts), object.typed) : metadataOf(info, object))) ?? null;
         byKey.set(key, f);
       }
       return f ?? undefined;
@@ -47,8 +47,8 @@ function encoding(version: MetaVersion): WatchEncoding {
       lastBookmark.set(info, { resourceVersion, frame: f });
       return f;
     },
-    added(_info: ResourceInfo, o: CachedObject) {
-      return metadataFrame('ADDED', () => metadataOf(o));
+    added(info: ResourceInfo, o: CachedObject) {
+      return metadataFrame('ADDED', () => metadataOf(info, o));
     },
     initialEventsEnd(_info: ResourceInfo, resourceVersion: number) {
       // With the list blueprint client-go 1.32 and 1.33 expect, as the JSON and protobuf watches

@@ -43,7 +43,7 @@ export function rowBytes(info: ResourceInfo, o: CachedObject, form: TableForm, n
   if (!printed) return undefined;
   let object: Buffer[];
   if (form.includeObject === 'None') object = [NULL];
-  else if (form.includeObject === 'Metadata') object = partialObjectMetadata(form.version, metadataOf(o));
+  else if (form.includeObject === 'Metadata') object = partialObjectMetadata(form.version, metadataOf(info, o));
   else object = objectBytes(info, o);
   return Buffer.concat([Buffer.from(`{${encodeRow(printed, now)}${OBJECT}`), ...object, CLOSE]);
 }
@@ -59,7 +59,7 @@ export function rowOfJson(info: ResourceInfo, json: Buffer, typed: boolean, form
   if (!row) return undefined;
   let object: Buffer[];
   if (form.includeObject === 'None') object = [NULL];
-  else if (form.includeObject === 'Metadata') object = partialObjectMetadata(form.version, metadataOfJson(json, typed));
+  else if (form.includeObject === 'Metadata') object = partialObjectMetadata(form.version, metadataOfJson(info, json, typed));
   else object = [json];
   return Buffer.concat([Buffer.from(`{${encodeRow(row, now)}${OBJECT}`), ...object, CLOSE]);
 }
