@@ -504,3 +504,103 @@ export async function createStates(env: TestEnv, agent: Dispatcher, ns: string):
     },
   };
 }
+
+/** A CRD whose printer columns read every type and JSONPath form, one without any, and their objects. */
+export async function createCustomStates(env: TestEnv, agent: Dispatcher, ns: string, group: string): Promise<States> {
+  const token = env.tokens.admin;
+  const column = (name: string, type: string, jsonPath: string, extra: Json = {}): Json => ({ name, type, jsonPath, ...extra });
+  const crd = (plural: string, kind: string, columns: Json[] | undefined): Json => ({
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: `${plural}.${group}` },
+    spec: {
+      group,
+      scope: 'Namespaced',
+      names: { plural, singular: kind.toLowerCase(), kind, listKind: `${kind}List` },
+      versions: [
+        {
+          name: 'v1',
+          served: true,
+          storage: true,
+          schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+          ...(columns ? { additionalPrinterColumns: columns } : {}),
+        },
+      ],
+    },
+  });
+  const columns = [
+    column('Replicas', 'integer', '.spec.replicas'),
+    column('Ratio', 'number', '.spec.ratio'),
+    column('Enabled', 'boolean', '.spec.enabled'),
+    column('Mode', 'string', '.spec.mode', { priority: 1, description: 'How it <runs> & why' }),
+    column('Config', 'string', '.spec.config'),
+    column('Second', 'string', '.spec.list[1]'),
+    column('Last', 'string', '.spec.list[-1]'),
+    column('Slice', 'string', '.spec.list[0:2]'),
+    column('Ready', 'string', '.status.conditions[?(@.type=="Ready")].status'),
+    column('Heavy', 'string', '.spec.items[?(@.weight>2)].name'),
+    column('Mismatch', 'string', ".spec.items[?(@.weight==2.5)].name"),
+    column('Named', 'string', '.spec.items[*].name', { format: 'password' }),
+    column('Union', 'string', ".spec['mode','ratio']"),
+    column('Missing', 'string', '.spec.missing'),
+    column('Nothing', 'string', '.spec.nothing'),
+    column('Count', 'integer', '.spec.ratio'),
+    column('Float', 'number', '.spec.replicas'),
+    column('Seen', 'date', '.status.lastSeen'),
+    column('Age', 'date', '.metadata.creationTimestamp'),
+  ];
+  const created: string[] = [];
+  for (const [plural, kind, cols] of [['gadgets', 'Gadget', columns], ['plainthings', 'PlainThing', undefined]] as const) {
+    const r = await send('POST', `${env.server}/apis/apiextensions.k8s.io/v1/customresourcedefinitions`, agent, token, crd(plural, kind, cols as Json[] | undefined));
+    assert.equal(r.status, 201, r.body);
+    created.push(`${plural}.${group}`);
+  }
+  for (const name of created) {
+    for (let i = 0; ; i++) {
+      const r = JSON.parse((await get(`${env.server}/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`, agent, token)).body) as { status?: { conditions?: Array<{ type: string; status: string }> } };
+      if (r.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) break;
+      assert.ok(i < 100, `${name} established`);
+      await new Promise((res) => setTimeout(res, 100));
+    }
+  }
+  // Discovery of the new group takes a moment to reach the apiserver's handlers.
+  const base = `/apis/${group}/v1/namespaces/${ns}`;
+  const post = async (p: string, body: string | Json): Promise<void> => {
+    for (let i = 0; ; i++) {
+      const r = await send('POST', `${env.server}${p}`, agent, token, body);
+      if (r.status === 201) return;
+      assert.ok(r.status === 404 && i < 100, `POST ${p}: ${r.status} ${r.body}`);
+      await new Promise((res) => setTimeout(res, 100));
+    }
+  };
+  const gadget = (name: string, spec: string, status: string, metadata: Json = {}): string =>
+    `{"apiVersion":"${group}/v1","kind":"Gadget","metadata":${JSON.stringify({ name, ...metadata })},"spec":${spec},"status":${status}}`;
+  // Written as text: numbers keep the form given (1e21, 3.0, digits beyond 2^53).
+  await post(
+    `${base}/gadgets`,
+    gadget(
+      'full',
+      '{"replicas":3,"ratio":0.25,"enabled":true,"mode":"fast <&> furious","config":{"b":[1,2.5,null],"a":{"z":"<"}},"list":["x","y","z"],"items":[{"name":"a","weight":1},{"name":"b","weight":3},{"name":"c","weight":5}],"nothing":null}',
+      `{"conditions":[{"type":"Synced","status":"False"},{"type":"Ready","status":"True"}],"lastSeen":"${ago(3 * H + 20 * M)}"}`,
+      { labels: { tier: 'gold', app: 'g' }, annotations: { 'note/x': 'a<b', another: '1' }, finalizers: ['example.com/hold'], generateName: 'ful-' },
+    ),
+  );
+  await post(
+    `${base}/gadgets`,
+    gadget('odd', '{"replicas":1e21,"ratio":1000000,"enabled":"yes","mode":12.5,"config":3.0,"list":[true],"items":[{"name":"p","weight":1},{"name":"q","weight":2.5}]}', '{"lastSeen":"not a time"}', {
+      ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'owner', uid: '00000000-0000-0000-0000-000000000001', controller: true, blockOwnerDeletion: false }],
+    }),
+  );
+  await post(`${base}/gadgets`, gadget('big', '{"replicas":-3.7,"ratio":123456789012345678,"enabled":false,"mode":true,"config":[],"list":[],"items":[]}', '{"lastSeen":"","conditions":[]}'));
+  await post(`${base}/gadgets`, gadget('tiny', '{"replicas":9223372036854775807,"ratio":1e-7,"mode":0.00001,"config":"text","list":["only"],"items":[{"name":"r","weight":2.5}]}', '{"lastSeen":"null"}'));
+  await post(`${base}/gadgets`, gadget('bare', '{}', '{}'));
+  await post(`${base}/plainthings`, { apiVersion: `${group}/v1`, kind: 'PlainThing', metadata: { name: 'thing', labels: { a: 'b' } }, spec: {} });
+  return {
+    resources: created.map((resource) => ({ resource, namespaced: true })),
+    nodes: [],
+    async cleanup() {
+      await send('PATCH', `${env.server}${base}/gadgets/full`, agent, token, { metadata: { finalizers: null } }, 'application/merge-patch+json');
+      for (const name of created) await send('DELETE', `${env.server}/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`, agent, token);
+    },
+  };
+}
