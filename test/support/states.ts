@@ -551,7 +551,7 @@ export async function createCustomStates(env: TestEnv, agent: Dispatcher, ns: st
   ];
   const created: string[] = [];
   for (const [plural, kind, cols] of [['gadgets', 'Gadget', columns], ['plainthings', 'PlainThing', undefined]] as const) {
-    const r = await send('POST', `${env.server}/apis/apiextensions.k8s.io/v1/customresourcedefinitions`, agent, token, crd(plural, kind, cols as Json[] | undefined));
+    const r = await send('POST', `${env.server}/apis/apiextensions.k8s.io/v1/customresourcedefinitions`, agent, token, crd(plural, kind, cols));
     assert.equal(r.status, 201, r.body);
     created.push(`${plural}.${group}`);
   }
