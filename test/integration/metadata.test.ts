@@ -220,6 +220,8 @@ test('metadata-only watches from the cache send the apiserver\'s events, for bui
     assert.deepEqual(cached, direct, resource);
     assert.deepEqual(cachedBeta, directBeta, resource);
   }
+  // A watch is counted once it has ended, which the client's leaving ends a moment later.
+  await waitFor('the watches counted', async () => (await fromCache()) - cachedBefore >= 4, 5000).catch(() => undefined);
   assert.equal((await fromCache()) - cachedBefore, 4, await forwardedLines());
 });
 
@@ -242,5 +244,6 @@ test('a metadata-only watch-list begins with the apiserver\'s state and ends it 
     return JSON.stringify(added(cached)) === JSON.stringify(added(direct)) ? undefined : 'the initial events differ';
   }, 5);
   assert.equal(difference, undefined);
+  await waitFor('the watch-lists counted', async () => (await fromCache()) - cachedBefore >= 1, 5000).catch(() => undefined);
   assert.ok((await fromCache()) - cachedBefore >= 1, await forwardedLines());
 });

@@ -285,9 +285,13 @@ async function must(what: string, p: Promise<{ status: number; body: string }>, 
 export async function createStates(env: TestEnv, agent: Dispatcher, ns: string): Promise<States> {
   const token = env.tokens.admin;
   const post = (path: string, body: Json): Promise<Json> => must(`POST ${path}`, send('POST', `${env.server}${path}`, agent, token, body));
+  // The cluster's controllers may write the status too: on a conflict, read again and retry.
   const putStatus = async (path: string, status: Json): Promise<Json> => {
-    const current = await must(`GET ${path}`, get(`${env.server}${path}`, agent, token));
-    return must(`PUT ${path}/status`, send('PUT', `${env.server}${path}/status`, agent, token, { ...current, status }));
+    for (let attempt = 0; ; attempt++) {
+      const current = await must(`GET ${path}`, get(`${env.server}${path}`, agent, token));
+      const r = await send('PUT', `${env.server}${path}/status`, agent, token, { ...current, status });
+      if (r.status !== 409 || attempt === 10) return must(`PUT ${path}/status`, Promise.resolve(r));
+    }
   };
   const finalized: string[] = [];
 
@@ -363,8 +367,9 @@ export async function createStates(env: TestEnv, agent: Dispatcher, ns: string):
       { addresses: [{ ip: 'fd00::1' }], ports: [{ port: 443 }] },
     ],
   });
-  await post(pathOf('endpoints', ns), { metadata: { name: 'headless' }, subsets: [{ addresses: [{ ip: '10.3.0.1' }] }] });
-  await post(pathOf('endpoints', ns), { metadata: { name: 'none' } });
+  // Named apart from the services: the endpoints controller makes those of services with selectors.
+  await post(pathOf('endpoints', ns), { metadata: { name: 'portless' }, subsets: [{ addresses: [{ ip: '10.3.0.1' }] }] });
+  await post(pathOf('endpoints', ns), { metadata: { name: 'no-subsets' } });
 
   await post(pathOf('configmaps', ns), { metadata: { name: 'mixed', labels: { app: 'web' } }, data: { a: '1', b: '2' }, binaryData: { c: 'AAE=' } });
   await post(pathOf('configmaps', ns), { metadata: { name: 'empty' } });

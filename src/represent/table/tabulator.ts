@@ -57,6 +57,10 @@ function make(info: ResourceInfo): Tabulator | undefined {
       return undefined;
     }
   };
+  // A watch's bookmarks are rows of the kind's empty object: a kind that cannot print one has no
+  // Table from the cache at all, rather than a watch that could not write its bookmark.
+  const empty = info.listKind !== undefined ? `{"apiVersion":"${info.group}/${info.version}","kind":"${info.kind}","metadata":{"resourceVersion":"1"}}` : '{"metadata":{"resourceVersion":"1"}}';
+  if (!attempt(Buffer.from(empty))) return undefined;
   return {
     columns,
     print(o) {
