@@ -192,8 +192,48 @@ function acceptOptions(params: Map<string, string>, m: (typeof MEDIA_TYPES)[numb
  */
 export type Representation =
   | { as: 'object'; media: 'json' | 'protobuf' }
-  | { as: 'Table'; version: 'v1' | 'v1beta1' }
-  | { as: 'PartialObjectMetadata' | 'PartialObjectMetadataList'; media: 'json' | 'protobuf'; version: 'v1' | 'v1beta1' };
+  | { as: 'Table'; version: 'v1' | 'v1beta1'; includeObject?: IncludeObject; status?: StatusMedia }
+  | { as: 'PartialObjectMetadata' | 'PartialObjectMetadataList'; media: 'json' | 'protobuf'; version: 'v1' | 'v1beta1'; status?: StatusMedia };
+
+/** metav1.TableOptions' includeObject: what each row of a Table carries of its object. */
+export type IncludeObject = 'None' | 'Metadata' | 'Object';
+
+/**
+ * The includeObject a Table request asks for (the query's first value; empty is Metadata), or
+ * undefined for a value the apiserver refuses (its 400: ValidateTableOptions).
+ */
+export function includeObjectOf(query: URLSearchParams): IncludeObject | undefined {
+  const v = query.get('includeObject') ?? '';
+  if (v === '') return 'Metadata';
+  return v === 'None' || v === 'Metadata' || v === 'Object' ? v : undefined;
+}
+
+/**
+ * How the apiserver writes an error Status (responsewriters.ErrorNegotiated): in the first Accept
+ * clause that asks for no conversion, JSON or protobuf; when none does, JSON indented by two
+ * spaces without a final newline (WriteRawJSON). Undefined: YAML, CBOR or `pretty=1`, which the
+ * cache does not write.
+ */
+export type StatusMedia = 'json' | 'protobuf' | 'indented-json';
+
+export function statusMediaFor(accept: string | undefined): StatusMedia | undefined {
+  if (accept === undefined || accept.length === 0) return 'json';
+  const clauses = parseAccept(accept);
+  if (!clauses) return undefined;
+  for (const clause of clauses) {
+    for (const m of MEDIA_TYPES) {
+      const matches =
+        (clause.type === m.type && (clause.subType === m.subType || clause.subType === '*')) || (clause.type === '*' && clause.subType === '*');
+      if (!matches) continue;
+      const options = acceptOptions(clause.params, m, { customResource: false });
+      // DefaultEndpointRestrictions: no conversion at all.
+      if (!options || options.target !== undefined) continue;
+      if (options.media === 'json') return options.pretty ? undefined : 'json';
+      return options.media === 'protobuf' ? 'protobuf' : undefined;
+    }
+  }
+  return 'indented-json';
+}
 
 export const JSON_OBJECT: Representation = { as: 'object', media: 'json' };
 

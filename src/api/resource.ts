@@ -20,6 +20,21 @@ export interface ResourceInfo {
    * apiserver writes their keys sorted (apiVersion, items, kind, metadata).
    */
   listKind?: string | undefined;
+  /**
+   * A custom resource's additionalPrinterColumns at this version, from its CRD (kubectl's Table);
+   * a CRD without any has Age.
+   */
+  printerColumns?: readonly PrinterColumn[] | undefined;
+}
+
+/** One of a CRD's additionalPrinterColumns. */
+export interface PrinterColumn {
+  name: string;
+  type: string;
+  format: string;
+  description: string;
+  priority: number;
+  jsonPath: string;
 }
 
 /** The field selectors of a cached resource: its CRD's, or the built-in table's. */

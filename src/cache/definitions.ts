@@ -1,8 +1,9 @@
 // The CustomResourceDefinitions of the cluster, followed by one reflector, so the custom resources
 // Levee caches follow them: one created after Levee started is cached once it is established, one
-// deleted stops being cached, and a change of its versions or selectable fields restarts its cache
-// on what the apiserver now serves. Only a summary of each CRD is kept (names, scope, versions,
-// selectable fields, conditions), never its schemas, which can be large and many.
+// deleted stops being cached, and a change of its versions, selectable fields or printer columns
+// restarts its cache on what the apiserver now serves. Only a summary of each CRD is kept (names,
+// scope, versions, selectable fields, printer columns, conditions), never its schemas, which can be
+// large and many.
 import type { Logger } from '../log/logger.ts';
 import type { CacheMetrics } from '../metrics/metrics.ts';
 import { Reflector } from '../reflector/reflector.ts';
@@ -10,7 +11,7 @@ import { customResourceFields } from '../selectors/customresource.ts';
 import { Store } from '../store/store.ts';
 import type { UpstreamPools } from '../upstream/pools.ts';
 import { compareKubeAwareVersions } from './names.ts';
-import type { ResourceInfo } from '../api/resource.ts';
+import type { PrinterColumn, ResourceInfo } from '../api/resource.ts';
 
 export const DEFINITIONS: ResourceInfo = {
   group: 'apiextensions.k8s.io',
@@ -36,7 +37,7 @@ export interface Definition {
   kind: string;
   listKind: string;
   namespaced: boolean;
-  versions: Array<{ name: string; served: boolean; selectableFields: string[] }>;
+  versions: Array<{ name: string; served: boolean; selectableFields: string[]; printerColumns?: PrinterColumn[] }>;
 }
 
 /** The resource as the apiserver serves it now, or why it does not. */
@@ -66,8 +67,18 @@ export function resolveDefinition(name: string, def: Definition | undefined, pin
     prefix: `/apis/${def.group}/${version.name}`,
     selectableFields: customResourceFields(def.namespaced, version.selectableFields),
     listKind: def.listKind,
+    printerColumns: version.printerColumns,
   };
   return { info, signature: `${def.uid}/${def.generation}/${version.name}/${def.kind}/${def.listKind}` };
+}
+
+interface PrinterColumnJson {
+  name?: string;
+  type?: string;
+  format?: string;
+  description?: string;
+  priority?: number;
+  jsonPath?: string;
 }
 
 interface CrdJson {
@@ -76,7 +87,7 @@ interface CrdJson {
     group?: string;
     scope?: string;
     names?: { plural?: string; kind?: string };
-    versions?: Array<{ name?: string; served?: boolean; selectableFields?: Array<{ jsonPath?: string }> }>;
+    versions?: Array<{ name?: string; served?: boolean; selectableFields?: Array<{ jsonPath?: string }>; additionalPrinterColumns?: PrinterColumnJson[] }>;
   };
   status?: { acceptedNames?: { kind?: string; listKind?: string }; conditions?: Array<{ type?: string; status?: string }> };
 }
@@ -96,6 +107,7 @@ export function summarize(raw: Buffer): Buffer {
           name: v.name,
           served: v.served,
           selectableFields: (v.selectableFields ?? []).map((f) => ({ jsonPath: f.jsonPath })),
+          additionalPrinterColumns: v.additionalPrinterColumns,
         })),
       },
       status: {
@@ -125,6 +137,14 @@ export function parseDefinition(item: Buffer): Definition {
       name: v.name ?? '',
       served: v.served === true,
       selectableFields: (v.selectableFields ?? []).flatMap((f) => (f.jsonPath ? [f.jsonPath] : [])),
+      printerColumns: (v.additionalPrinterColumns ?? []).map((c) => ({
+        name: c.name ?? '',
+        type: c.type ?? '',
+        format: c.format ?? '',
+        description: c.description ?? '',
+        priority: c.priority ?? 0,
+        jsonPath: c.jsonPath ?? '',
+      })),
     })),
   };
 }

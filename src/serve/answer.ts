@@ -12,6 +12,7 @@ import { beginsWithState, consistentReadsFor, type Rule } from '../flow/rules.ts
 import type { DownstreamRequest, DownstreamResponse } from '../http/downstream.ts';
 import { writeStatusAs } from './status.ts';
 import { writesProtobuf } from '../represent/protobuf/objects.ts';
+import { writesTable } from '../represent/table/encode.ts';
 import type { Representation } from '../api/negotiation.ts';
 import type { GatewayMetrics } from '../metrics/metrics.ts';
 import type { Admitted } from './admission.ts';
@@ -88,8 +89,8 @@ export async function decideRequest(deps: AnswerDeps, req: DownstreamRequest, ad
 /** The representations the cache writes for this resource (docs/design.md, "Representations"). */
 function writes(cached: CachedResource, rep: Representation): boolean {
   if (rep.as === 'object') return rep.media === 'json' || writesProtobuf(cached.info);
-  if (rep.as === 'Table') return false;
-  return rep.media === 'protobuf';
+  if (rep.as === 'Table') return writesTable(cached.info);
+  return true;
 }
 
 /** The attributes the apiserver's authorization filter would check for this request. */

@@ -2,7 +2,7 @@
 // tested case by case (test/unit/decide.test.ts). Anything Levee cannot answer exactly as the
 // apiserver would (transforms, protobuf-only clients, pretty printing, parameters it does not know,
 // invalid input whose error text is the apiserver's to give) goes upstream.
-import { isPrettyPrint, negotiateMediaType, representationFor, type Representation } from '../api/negotiation.ts';
+import { includeObjectOf, isPrettyPrint, negotiateMediaType, representationFor, statusMediaFor, type Representation } from '../api/negotiation.ts';
 import type { ConsistentReads } from '../api/consistency.ts';
 import { parseFieldSelector, type FieldSelector } from '../selectors/fields.ts';
 import { parseLabelSelector, type LabelSelector } from '../selectors/labels.ts';
@@ -169,9 +169,11 @@ function consistent(policy: ConsistentReads): Freshness | undefined {
 }
 
 // `pretty` is among them: once isPrettyPrint says no, the answer is the compact one Levee writes.
-const GET_PARAMS = new Set(['resourceVersion', 'pretty']);
+// includeObject shapes a Table's rows and is ignored by every other representation.
+const GET_PARAMS = new Set(['resourceVersion', 'pretty', 'includeObject']);
 const LIST_PARAMS = new Set([
   'pretty',
+  'includeObject',
   'resourceVersion',
   'resourceVersionMatch',
   'limit',
@@ -191,8 +193,21 @@ const LIST_PARAMS = new Set([
  */
 function representation(r: ReadRequest, state: CacheState, verb: 'get' | 'list' | 'watch'): Representation | ForwardReason {
   const options = negotiateMediaType(r.accept, { customResource: state.customResource === true }, verb === 'watch');
-  const rep = representationFor(options, verb);
+  let rep = representationFor(options, verb);
   if (!rep) return 'media-type';
+  if (rep.as !== 'object') {
+    // A conversion's errors are written as if none had been asked for (serve/status.ts).
+    const status = statusMediaFor(r.accept);
+    if (!status) return 'media-type';
+    rep = { ...rep, status };
+  }
+  if (rep.as === 'Table') {
+    const includeObject = includeObjectOf(r.query);
+    if (!includeObject) return 'invalid';
+    // A bookmark's row would carry the kind's empty object, whose JSON only the Go type knows.
+    if (verb === 'watch' && includeObject === 'Object' && queryBool(r.query.get('allowWatchBookmarks'))) return 'media-type';
+    rep = { ...rep, includeObject };
+  }
   if (rep.as === 'object' && rep.media === 'json' ? false : !(state.writes?.(rep) ?? false)) return 'media-type';
   const indentable = rep.as === 'Table' || rep.media === 'json';
   if (indentable && isPrettyPrint(r.query, r.userAgent)) return 'pretty';
@@ -318,6 +333,7 @@ export function decideRead(r: ReadRequest, state: CacheState): Decision {
 
 const WATCH_PARAMS = new Set([
   'pretty',
+  'includeObject',
   'watch',
   'resourceVersion',
   'resourceVersionMatch',

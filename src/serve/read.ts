@@ -13,6 +13,7 @@ import { drained, type DownstreamResponse } from '../http/downstream.ts';
 import { writeStatusAs } from './status.ts';
 import { envelope as protobufEnvelope, fieldHead, listMetaField, metadataMessage, objectMessage, PROTOBUF, wrap } from '../represent/protobuf/objects.ts';
 import type { Representation } from '../api/negotiation.ts';
+import { metadataOfObject, tableOfObject, writeMetadataList, writeTableList } from './converted.ts';
 
 /** Answered (its status code and body bytes), or the reason the apiserver must answer instead. */
 export type ServeResult = { code: number; bytes: number } | { forward: Stale | 'snapshot-expired' | 'outside-selection' | 'representation' };
@@ -74,6 +75,13 @@ async function serveList(r: CachedResource, plan: ReadPlan, res: DownstreamRespo
     cont = encodeContinue(snapshot?.resourceVersion ?? listRV, relative);
   }
   const rep = plan.representation;
+  if (rep.as !== 'object') {
+    const meta = { resourceVersion: String(listRV), continue: cont, remainingItemCount: cont !== undefined ? result.remaining : undefined };
+    const written =
+      rep.as === 'Table' ? await writeTableList(r, rep, meta, result.items, res, responseHeaders) : rep.media === 'json' ? await writeMetadataList(r, rep, meta, result.items, res, responseHeaders) : null;
+    if (written === undefined) return { forward: 'representation' };
+    if (written !== null) return { code: 200, bytes: written };
+  }
   if (rep.as !== 'Table' && rep.media === 'protobuf') {
     const meta = { resourceVersion: String(listRV), continue: cont, remainingItemCount: cont !== undefined ? result.remaining : undefined };
     return writeProtobufList(r, rep.as === 'object' ? 'object' : rep.version, meta, result.items, res, responseHeaders);
@@ -119,7 +127,11 @@ function serveGet(r: CachedResource, plan: ReadPlan, res: DownstreamResponse, re
   }
   const rep = plan.representation;
   let body: Buffer;
-  if (rep.as !== 'Table' && rep.media === 'protobuf') {
+  if (rep.as === 'Table' || (rep.as === 'PartialObjectMetadata' && rep.media === 'json')) {
+    const converted = rep.as === 'Table' ? tableOfObject(r, rep, o) : metadataOfObject(r, rep, o);
+    if (!converted) return { forward: 'representation' };
+    body = converted;
+  } else if (rep.media === 'protobuf') {
     const m = rep.as === 'object' ? objectMessage(r.info, o) : metadataMessage(r.info, o);
     if (!m) return { forward: 'representation' };
     body = rep.as === 'object' ? wrap(apiVersionOf(r.info), r.info.kind, m) : wrap(`meta.k8s.io/${rep.version}`, 'PartialObjectMetadata', m);

@@ -5,6 +5,8 @@ import type { CachedResource } from '../cache/cache.ts';
 import { CacheWatcher } from '../watch/watcher.ts';
 import { JSON_WATCH, type WatchEncoding } from '../watch/encode.ts';
 import { PROTOBUF_METADATA_WATCH, PROTOBUF_OBJECT_WATCH } from '../watch/protobuf.ts';
+import { JSON_METADATA_WATCH } from '../watch/metadata.ts';
+import { tableWatch } from '../watch/table.ts';
 import type { Status } from '../api/types.ts';
 import type { Representation } from '../api/negotiation.ts';
 import { listLive } from '../store/query.ts';
@@ -86,6 +88,8 @@ function flat(s: string): string {
 /** How the watch writes its events, for the representation negotiated; undefined: not by the cache. */
 function watchEncoding(rep: Representation): WatchEncoding | undefined {
   if (rep.as === 'object') return rep.media === 'json' ? JSON_WATCH : PROTOBUF_OBJECT_WATCH;
-  if (rep.as === 'PartialObjectMetadata' && rep.media === 'protobuf') return PROTOBUF_METADATA_WATCH[rep.version];
+  // Each Table watch has an encoding of its own: it sends the columns once.
+  if (rep.as === 'Table') return tableWatch(rep);
+  if (rep.as === 'PartialObjectMetadata') return (rep.media === 'protobuf' ? PROTOBUF_METADATA_WATCH : JSON_METADATA_WATCH)[rep.version];
   return undefined;
 }

@@ -109,7 +109,16 @@ test('a CRD is kept as a summary: what resolving needs, not its schemas', () => 
       group: 'example.com',
       scope: 'Cluster',
       names: { plural: 'widgets', kind: 'Widget', listKind: 'WidgetList' },
-      versions: [{ name: 'v1', served: true, storage: true, selectableFields: [{ jsonPath: '.spec.color' }], schema: { openAPIV3Schema: { type: 'object', description: 'x'.repeat(10_000) } } }],
+      versions: [
+        {
+          name: 'v1',
+          served: true,
+          storage: true,
+          selectableFields: [{ jsonPath: '.spec.color' }],
+          additionalPrinterColumns: [{ name: 'Color', type: 'string', jsonPath: '.spec.color', priority: 1 }],
+          schema: { openAPIV3Schema: { type: 'object', description: 'x'.repeat(10_000) } },
+        },
+      ],
     },
     status: { acceptedNames: { plural: 'widgets', kind: 'Widget', listKind: 'WidgetCollection' }, conditions: [{ type: 'NamesAccepted', status: 'True' }, { type: 'Established', status: 'True', reason: 'InitialNamesAccepted' }] },
   };
@@ -127,7 +136,15 @@ test('a CRD is kept as a summary: what resolving needs, not its schemas', () => 
     kind: 'Widget',
     listKind: 'WidgetCollection',
     namespaced: false,
-    versions: [{ name: 'v1', served: true, selectableFields: ['.spec.color'] }],
+    versions: [
+      {
+        name: 'v1',
+        served: true,
+        selectableFields: ['.spec.color'],
+        // The Table's columns: unset fields as the apiserver reads them.
+        printerColumns: [{ name: 'Color', type: 'string', format: '', description: '', priority: 1, jsonPath: '.spec.color' }],
+      },
+    ],
   });
   assert.equal(parseDefinition(summarize(Buffer.from(JSON.stringify({ ...crd, metadata: { ...crd.metadata, deletionTimestamp: '2026-01-01T00:00:00Z' } })))).deleting, true);
 });

@@ -168,3 +168,40 @@ test('one decision for every request: method, verb and the consistent-read polic
   assert.equal(d('GET', '/api/v1/namespaces/a/pods', { ...CACHED, ruleConsistentReads: 'forward' }), 'upstream:consistent-read');
   assert.equal(d('GET', '/api/v1/namespaces/a/pods', { ...CACHED, consistentReads: 'forward', ruleConsistentReads: 'verify', upstreamBusy: true }), 'cache:consistent');
 });
+
+test('Tables and metadata-only reads: includeObject as the apiserver reads it, errors written as it would', () => {
+  const KUBECTL = 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json';
+  const writes = { ...CACHED, writes: () => true };
+  const rep = (url: string, accept: string, state: State = writes) => {
+    const d = decideAny({ info: parseRequestInfo('GET', url), query: new URLSearchParams(url.split('?')[1] ?? ''), accept, userAgent: undefined, impersonating: false }, state);
+    return d.source === 'cache' ? d.plan.representation : d.reason;
+  };
+  assert.deepEqual(rep('/api/v1/namespaces/a/pods?resourceVersion=0', KUBECTL), { as: 'Table', version: 'v1', status: 'json', includeObject: 'Metadata' });
+  assert.deepEqual(rep('/api/v1/namespaces/a/pods?resourceVersion=0&includeObject=None', KUBECTL), { as: 'Table', version: 'v1', status: 'json', includeObject: 'None' });
+  // Its first value; an empty one is the default.
+  assert.deepEqual(rep('/api/v1/namespaces/a/pods/p?resourceVersion=0&includeObject=&includeObject=None', 'application/json;as=Table;v=v1beta1;g=meta.k8s.io'), {
+    as: 'Table',
+    version: 'v1beta1',
+    status: 'indented-json',
+    includeObject: 'Metadata',
+  });
+  assert.equal(rep('/api/v1/namespaces/a/pods?resourceVersion=0&includeObject=Everything', KUBECTL), 'invalid');
+  // Ignored where no Table is asked for.
+  assert.deepEqual(rep('/api/v1/namespaces/a/pods?resourceVersion=0&includeObject=Everything', 'application/json'), { as: 'object', media: 'json' });
+  assert.deepEqual(rep('/api/v1/namespaces/a/pods?resourceVersion=0', 'application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/vnd.kubernetes.protobuf'), {
+    as: 'PartialObjectMetadataList',
+    media: 'json',
+    version: 'v1',
+    status: 'protobuf',
+  });
+  // An error the cache would have to write in YAML: the apiserver's.
+  assert.equal(rep('/api/v1/namespaces/a/pods?resourceVersion=0', 'application/json;as=Table;v=v1;g=meta.k8s.io,application/yaml'), 'media-type');
+  // Not for a resource without a printer, nor in protobuf.
+  assert.equal(rep('/api/v1/namespaces/a/pods?resourceVersion=0', KUBECTL, CACHED), 'media-type');
+  assert.deepEqual(rep('/api/v1/namespaces/a/pods?resourceVersion=0', 'application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io'), 'media-type');
+  // A Table watch's bookmarks would carry the kind's empty object with includeObject=Object.
+  assert.equal(rep('/api/v1/namespaces/a/pods?watch=1&resourceVersion=5&includeObject=Object&allowWatchBookmarks=true', KUBECTL), 'media-type');
+  assert.deepEqual(rep('/api/v1/namespaces/a/pods?watch=1&resourceVersion=5&includeObject=Object', KUBECTL), { as: 'Table', version: 'v1', status: 'json', includeObject: 'Object' });
+  // Indented JSON is the apiserver's to write.
+  assert.equal(rep('/api/v1/namespaces/a/pods?resourceVersion=0&pretty=true', KUBECTL), 'pretty');
+});

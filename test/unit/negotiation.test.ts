@@ -75,3 +75,19 @@ test('goautoneg drops malformed clauses and reads parameters loosely', () => {
   );
   assert.equal(parseAccept(Array(13).fill('application/json').join(',')), undefined);
 });
+
+test('errors of a conversion are written in the first clause that asks for none', async () => {
+  const { statusMediaFor, includeObjectOf } = await import('../../src/api/negotiation.ts');
+  assert.equal(statusMediaFor(undefined), 'json');
+  assert.equal(statusMediaFor('application/json;as=Table;v=v1;g=meta.k8s.io,application/json'), 'json');
+  assert.equal(statusMediaFor('application/json;as=Table;v=v1;g=meta.k8s.io'), 'indented-json');
+  assert.equal(statusMediaFor('application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json'), 'json');
+  assert.equal(statusMediaFor('application/json;as=Table;v=v1;g=meta.k8s.io,application/vnd.kubernetes.protobuf'), 'protobuf');
+  assert.equal(statusMediaFor('application/json;as=Table;v=v1;g=meta.k8s.io,*/*'), 'json');
+  // YAML and indented JSON are the apiserver's to write.
+  assert.equal(statusMediaFor('application/json;as=Table;v=v1;g=meta.k8s.io,application/yaml'), undefined);
+  assert.equal(statusMediaFor('application/json;as=Table;v=v1;g=meta.k8s.io,application/json;pretty=1'), undefined);
+  assert.equal(includeObjectOf(new URLSearchParams('includeObject=Object')), 'Object');
+  assert.equal(includeObjectOf(new URLSearchParams('')), 'Metadata');
+  assert.equal(includeObjectOf(new URLSearchParams('includeObject=object')), undefined);
+});
