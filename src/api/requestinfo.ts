@@ -44,11 +44,14 @@ function splitPath(path: string): string[] {
   return trimmed === '' ? [] : trimmed.split('/');
 }
 
-/** apimachinery's string-to-bool query conversion: only "0", "f" and "false" are false. */
+/**
+ * apimachinery's string-to-bool query conversion (runtime.Convert_Slice_string_To_bool): only "0"
+ * and "false" in any case (strings.EqualFold, for which "ſ" is an "s") are false; "f", "no" and
+ * the empty string are true.
+ */
 export function queryBool(value: string | null): boolean {
   if (value === null) return false;
-  const v = value.toLowerCase();
-  return !(v === '0' || v === 'f' || v === 'false');
+  return !(value === '0' || value.replace(/ſ/g, 's').toLowerCase() === 'false');
 }
 
 /**

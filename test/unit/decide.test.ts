@@ -141,6 +141,9 @@ test('watches: from a resourceVersion in the cache, the rest upstream', () => {
   assert.equal(w('/api/v1/namespaces/a/pods?watch=true&resourceVersion=0&allowWatchBookmarks=true', { ...CACHED, watchList: true }), 'cache:any+end');
   assert.equal(w('/api/v1/namespaces/a/pods?watch=true&allowWatchBookmarks=true', { ...CACHED, watchList: true }), 'cache:consistent+end');
   assert.equal(w('/api/v1/namespaces/a/pods?watch=true&allowWatchBookmarks=true'), 'cache:any');
+  // "f" allows bookmarks: apimachinery reads only "0" and "false" as false.
+  assert.equal(w('/api/v1/namespaces/a/pods?watch=true&allowWatchBookmarks=f', { ...CACHED, watchList: true }), 'cache:consistent+end');
+  assert.equal(w('/api/v1/namespaces/a/pods?watch=true&allowWatchBookmarks=False', { ...CACHED, watchList: true }), 'cache:consistent');
   assert.equal(w('/api/v1/namespaces/a/pods?watch=true&resourceVersion=12&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true'), 'cache:notOlderThan+end');
   assert.equal(w('/api/v1/namespaces/a/pods?watch=true&sendInitialEvents=true&allowWatchBookmarks=true'), 'upstream:invalid');
   assert.equal(w('/api/v1/namespaces/a/pods?watch=true&resourceVersionMatch=NotOlderThan'), 'upstream:invalid');

@@ -25,6 +25,10 @@ const cases: Array<[method: string, url: string, want: Want]> = [
   ['GET', '/api/v1/pods?watch=false', ['list', 'api', '', 'v1', '', 'pods', '', '', ['pods']]],
   ['GET', '/api/v1/pods?watch=0', ['list', 'api', '', 'v1', '', 'pods', '', '', ['pods']]],
   ['GET', '/api/v1/pods?watch=1', ['watch', 'api', '', 'v1', '', 'pods', '', '', ['pods']]],
+  // apimachinery reads only "0" and "false" (any case) as false: "f" and "" watch.
+  ['GET', '/api/v1/pods?watch=f', ['watch', 'api', '', 'v1', '', 'pods', '', '', ['pods']]],
+  ['GET', '/api/v1/pods?watch=', ['watch', 'api', '', 'v1', '', 'pods', '', '', ['pods']]],
+  ['GET', '/api/v1/pods?watch=FALSE', ['list', 'api', '', 'v1', '', 'pods', '', '', ['pods']]],
   ['GET', '/api/v1/watch/namespaces/other/pods', ['watch', 'api', '', 'v1', 'other', 'pods', '', '', ['pods']]],
   // subresources
   ['GET', '/api/v1/namespaces/other/pods/foo/proxy', ['get', 'api', '', 'v1', 'other', 'pods', 'proxy', 'foo', ['pods', 'foo', 'proxy']]],
