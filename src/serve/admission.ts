@@ -1,6 +1,7 @@
 // The stages every request passes before anything is answered or forwarded, upgrades included:
-// request info, authentication, the configured rules, flow control; and the upstream bound that
-// whatever goes to the apiserver takes on top.
+// request info, the request deadline, authentication, the configured rules, flow control; and the
+// upstream bound that whatever goes to the apiserver takes on top.
+import { requestedTimeout } from '../api/deadline.ts';
 import { newInternalError, newServiceUnavailable, newUnauthorized, tooManyRequests } from '../api/status.ts';
 import type { Status } from '../api/types.ts';
 import type { UserInfo } from '../api/user.ts';
@@ -46,6 +47,16 @@ export function requestInfo(method: string, url: string): RequestInfo | Status {
     if (!(err instanceof RequestInfoError)) throw err;
     return newInternalError(`failed to create RequestInfo: ${err.message}`);
   }
+}
+
+/**
+ * Stage: the request deadline (`?timeout=`), which the apiserver reads before it authenticates
+ * anyone: one it cannot read is its 400, whoever sent it. Long-running requests have none.
+ */
+export function requestDeadline(info: RequestInfo, rawQuery: string): Status | undefined {
+  if (isLongRunning(info)) return undefined;
+  const timeout = requestedTimeout(rawQuery);
+  return typeof timeout === 'object' ? timeout : undefined;
 }
 
 /** Stage: authentication; the apiserver's 401 when no authenticator accepts the request. */

@@ -1,6 +1,6 @@
 // A request's life in Levee, as a list of stages in the order they run:
 //
-//   request info → Levee's own endpoints → authentication → rules → flow control
+//   request info → Levee's own endpoints → request deadline → authentication → rules → flow control
 //     → decide → authorize → answer from the cache
 //                          ↘ or forward to the apiserver (under the upstream bound)
 //
@@ -30,7 +30,7 @@ import { coalescingKey, type Flight, type ReadCoalescer } from '../upstream/coal
 import { forward, UpstreamUnavailableError } from '../upstream/forward.ts';
 import type { UpstreamPools } from '../upstream/pools.ts';
 import { tunnelUpgrade, writeStatusAndClose } from '../upstream/tunnel.ts';
-import { admit, admitUpstream, authenticate, release, requestInfo, type Admitted } from './admission.ts';
+import { admit, admitUpstream, authenticate, release, requestDeadline, requestInfo, type Admitted } from './admission.ts';
 import { answerFromCache, decideRequest, type CachedWatch } from './answer.ts';
 import { isDebugRequest, serveDebug } from './debug.ts';
 import type { ForwardReason } from './decide.ts';
@@ -109,6 +109,9 @@ export function createHandlers(deps: ChainDeps): Handlers {
       // Levee's own endpoints: logged, but not counted among the requests of the Kubernetes API.
       if (serveOwnEndpoint(deps.health, metrics, r.method, r.path, r.query, res)) return;
       r.info = info;
+      // The request deadline, read before authentication as the apiserver reads it.
+      const deadline = requestDeadline(info, r.query);
+      if (deadline) return refuse(deadline);
       // Authentication.
       const credential = authenticate(deps, req, r.id);
       if ('code' in credential) return refuse(credential);

@@ -2,6 +2,7 @@
 // tested case by case (test/unit/decide.test.ts). Anything Levee cannot answer exactly as the
 // apiserver would (transforms, protobuf-only clients, pretty printing, parameters it does not know,
 // invalid input whose error text is the apiserver's to give) goes upstream.
+import { parseGoDuration } from '../api/deadline.ts';
 import { isPrettyPrint, negotiateMediaType, representationFor, type Representation } from '../api/negotiation.ts';
 import type { ConsistentReads } from '../api/consistency.ts';
 import { parseFieldSelector, type FieldSelector } from '../selectors/fields.ts';
@@ -199,6 +200,20 @@ function representation(r: ReadRequest, state: CacheState, verb: 'get' | 'list' 
   return rep;
 }
 
+/**
+ * A request deadline (`timeout`, a Go duration) shorter than Levee may wait for its cache to be
+ * fresh enough (3 s: serve/freshness.ts): the apiserver keeps it, answering or giving its 504 as
+ * its own speed decides. One that does not parse here (chain.ts refused those the apiserver
+ * cannot read) goes there too.
+ */
+function shortDeadline(timeout: string | null): boolean {
+  if (timeout === null || timeout === '') return false;
+  const d = parseGoDuration(Buffer.from(timeout));
+  return 'error' in d || (d.ns > 0n && d.ns < SHORTEST_DEADLINE_NS);
+}
+
+const SHORTEST_DEADLINE_NS = 3_000_000_000n;
+
 function forward(reason: ForwardReason): { source: 'upstream'; reason: ForwardReason } {
   return { source: 'upstream', reason };
 }
@@ -272,6 +287,7 @@ export function decideRead(r: ReadRequest, state: CacheState): Decision {
   }
   const timeoutParam = query.get('timeoutSeconds');
   if (timeoutParam !== null && !/^-?\d{1,18}$/.test(timeoutParam)) return forward('invalid');
+  if (shortDeadline(query.get('timeout'))) return forward('parameter');
   if (query.has('watch') && query.get('watch') !== 'false' && query.get('watch') !== '0') return forward('not-a-read');
   const match = query.get('resourceVersionMatch') ?? '';
   const cont = query.get('continue') ?? '';

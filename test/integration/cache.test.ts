@@ -379,3 +379,19 @@ test('answers from the cache follow the apiserver\'s authorization, down to sing
   assert.equal(anon.status, 401);
   assert.deepEqual(JSON.parse(anon.body), { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'Unauthorized', reason: 'Unauthorized', code: 401 });
 });
+
+test('a request deadline the apiserver cannot read is its 400, before credentials are looked at', async () => {
+  const ns = namespaces[0];
+  const cases: Array<[token: string | undefined, path: string]> = [
+    [undefined, `/api/v1/namespaces/${ns}/configmaps?resourceVersion=0&timeout=abc`],
+    [env.tokens.admin, `/api/v1/namespaces/${ns}/configmaps?resourceVersion=0&timeout=1e3s`],
+    [env.tokens.bob, `/api/v1/namespaces/${ns}/configmaps/cm-1?resourceVersion=0&timeout=+1s`],
+    ['not-a-token', `/api/v1/pods?resourceVersion=0&timeout=1`],
+  ];
+  for (const [token, path] of cases) {
+    const [a, b] = await Promise.all([get(env.server + path, agent, token), get(levee.url.origin + path, agent, token)]);
+    assert.equal(a.status, 400, `${path}: ${a.body}`);
+    assert.equal(b.status, a.status, path);
+    assert.equal(b.body, a.body, path);
+  }
+});
