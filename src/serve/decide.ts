@@ -10,7 +10,7 @@ import { parseLabelSelector, type LabelSelector } from '../selectors/labels.ts';
 import { builtinFields, convertFieldSelector, type SelectableFields } from '../selectors/selectable.ts';
 import { parseResourceVersion } from '../store/object.ts';
 import { decodeContinue, type ContinueToken } from './continuetoken.ts';
-import { queryBool, type RequestInfo } from '../api/requestinfo.ts';
+import { isValidPathSegmentName, queryBool, type RequestInfo } from '../api/requestinfo.ts';
 import { withinSelection, type Selection } from '../cache/selection.ts';
 
 export type Freshness =
@@ -243,6 +243,8 @@ export function decideRead(r: ReadRequest, state: CacheState): Decision {
   if ((state.namespaced && info.verb === 'get' && namespace === '') || (!state.namespaced && namespace !== '')) {
     return forward('invalid');
   }
+  // ".", ".." or a name holding "%": the apiserver's 400 "Name parameter invalid".
+  if (info.verb === 'get' && !isValidPathSegmentName(info.name)) return forward('invalid');
   if (r.impersonating) return forward('impersonation');
   const rep = representation(r, state, info.verb === 'get' ? 'get' : 'list');
   if (typeof rep === 'string') return forward(rep);

@@ -395,3 +395,15 @@ test('a request deadline the apiserver cannot read is its 400, before credential
     assert.equal(b.body, a.body, path);
   }
 });
+
+test('a path is read as the apiserver reads it, escapes decoded: names it refuses, subresources behind %2F', async () => {
+  const ns = namespaces[0];
+  for (const token of [env.tokens.admin, env.tokens.bob]) {
+    for (const name of ['cm-1%2Fx', '%2e%2e', 'cm%2D1', 'a%25b']) {
+      const path = `/api/v1/namespaces/${ns}/configmaps/${name}?resourceVersion=0`;
+      const [a, b] = await Promise.all([get(env.server + path, agent, token), get(levee.url.origin + path, agent, token)]);
+      assert.equal(b.status, a.status, path);
+      assert.equal(b.body, a.body, path);
+    }
+  }
+});

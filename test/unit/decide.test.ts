@@ -54,6 +54,12 @@ const cases: Array<[string, string, Parameters<typeof decide>[1]?]> = [
   ['/api/v1/namespaces/a/pods', 'upstream:consistent-read', { state: { ...CACHED, consistentReads: 'forward' } }],
   ['/api/v1/namespaces/a/pods/p', 'upstream:consistent-read', { state: { ...CACHED, consistentReads: 'forward' } }],
   ['/api/v1/namespaces/a/pods?resourceVersion=abc', 'upstream:invalid'],
+  // A name the apiserver refuses in a path ("Name parameter invalid"), decoded as it decodes it.
+  ['/api/v1/namespaces/a/pods/%2e%2e?resourceVersion=0', 'upstream:invalid'],
+  ['/api/v1/namespaces/a/pods/a%25b?resourceVersion=0', 'upstream:invalid'],
+  ['/api/v1/namespaces/a/pods/a%zz?resourceVersion=0', 'upstream:invalid'],
+  ['/api/v1/namespaces/a/pods/p%2Fstatus?resourceVersion=0', 'upstream:not-a-read'],
+  ['/api/v1/namespaces/a/pods/%70?resourceVersion=0', 'cache:any'],
   ['/api/v1/namespaces/a/pods?resourceVersion=0&limit=x', 'upstream:invalid'],
   // The apiserver parses limit and timeoutSeconds as int64 (strconv.ParseInt): anything else,
   // empty included, is its 400.

@@ -44,6 +44,13 @@ const cases: Array<[method: string, url: string, want: Want]> = [
   // api group identification
   ['POST', '/apis/extensions/v1/namespaces/other/pods', ['create', 'apis', 'extensions', 'v1', 'other', 'pods', '', '', ['pods']]],
   ['GET', '/apis/apps/v1/deployments', ['list', 'apis', 'apps', 'v1', '', 'deployments', '', '', ['deployments']]],
+  // the path as Go unescapes it: an escaped slash separates, an escaped dot is a dot
+  ['GET', '/api/v1/namespaces/other/pods/foo%2Fbar', ['get', 'api', '', 'v1', 'other', 'pods', 'bar', 'foo', ['pods', 'foo', 'bar']]],
+  ['GET', '/api/v1/namespaces/other/pods/%2e%2e', ['get', 'api', '', 'v1', 'other', 'pods', '', '..', ['pods', '..']]],
+  ['GET', '/api/v1/namespaces/ot%68er/p%6Fds', ['list', 'api', '', 'v1', 'other', 'pods', '', '', ['pods']]],
+  // a malformed escape, or bytes that are no UTF-8, leave the path as sent
+  ['GET', '/api/v1/namespaces/other/pods/a%zz', ['get', 'api', '', 'v1', 'other', 'pods', '', 'a%zz', ['pods', 'a%zz']]],
+  ['GET', '/api/v1/namespaces/other/pods/a%ff', ['get', 'api', '', 'v1', 'other', 'pods', '', 'a%ff', ['pods', 'a%ff']]],
   // a field selector that pins metadata.name names the object
   ['GET', '/api/v1/namespaces/other/pods?fieldSelector=metadata.name%3Dfoo', ['list', 'api', '', 'v1', 'other', 'pods', '', 'foo', ['pods']]],
   ['GET', '/api/v1/namespaces/other/pods?fieldSelector=metadata.name%3D%3Dfoo,spec.nodeName%3Dn', ['list', 'api', '', 'v1', 'other', 'pods', '', 'foo', ['pods']]],
