@@ -3,41 +3,9 @@
 // authenticates anyone, for every request that is not long-running: one it cannot read is a 400,
 // whoever sent it. The value is read as Go reads it: url.Values.Get (the first value among the
 // pairs url.ParseQuery keeps) and time.ParseDuration, on bytes, with Go's own error messages.
+import { goQueryFirst } from './query.ts';
 import { newBadRequest } from './status.ts';
 import type { Status } from './types.ts';
-
-/**
- * url.ParseQuery's first value for `key`, as bytes: pairs are split on "&", a pair holding ";" or
- * a malformed escape is dropped, "+" is a space. The request target's characters are its bytes.
- */
-export function goQueryFirst(rawQuery: string, key: string): Buffer | undefined {
-  for (const pair of rawQuery.split('&')) {
-    if (pair === '' || pair.includes(';')) continue;
-    const eq = pair.indexOf('=');
-    const k = unescapeQuery(eq === -1 ? pair : pair.slice(0, eq));
-    if (k === undefined || k.toString('latin1') !== key) continue;
-    const v = unescapeQuery(eq === -1 ? '' : pair.slice(eq + 1));
-    if (v !== undefined) return v;
-  }
-  return undefined;
-}
-
-const HEX = /^[0-9A-Fa-f]{2}$/;
-
-function unescapeQuery(s: string): Buffer | undefined {
-  const raw = Buffer.from(s, 'latin1');
-  const out: number[] = [];
-  for (let i = 0; i < raw.length; i++) {
-    const c = raw[i]!;
-    if (c === 0x25) {
-      const hex = raw.subarray(i + 1, i + 3).toString('latin1');
-      if (!HEX.test(hex)) return undefined;
-      out.push(parseInt(hex, 16));
-      i += 2;
-    } else out.push(c === 0x2b ? 0x20 : c);
-  }
-  return Buffer.from(out);
-}
 
 const UNITS: ReadonlyMap<string, bigint> = new Map([
   ['ns', 1n],

@@ -3,6 +3,7 @@
 // namespace, name, subresource, and the selectors authorization sees). Authorization, metrics and
 // the cache-or-upstream decision all read this, so they agree with the apiserver on what a request
 // is.
+import { goQuery } from './query.ts';
 import { parseFieldSelector } from '../selectors/fields.ts';
 
 export interface RequestInfo {
@@ -128,7 +129,7 @@ export function parseRequestInfo(method: string, url: string): RequestInfo {
   // The apiserver reads req.URL.Path, which Go has unescaped: configmaps/a%2Fb is object "a" and
   // subresource "b", configmaps/%2e%2e the name "..".
   const path = unescapePath(raw) ?? raw;
-  const query = new URLSearchParams(q === -1 ? '' : url.slice(q + 1));
+  const query = goQuery(q === -1 ? '' : url.slice(q + 1));
   const info: RequestInfo = {
     isResourceRequest: false,
     path,

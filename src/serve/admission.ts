@@ -2,6 +2,7 @@
 // request info, the request deadline, authentication, the configured rules, flow control; and the
 // upstream bound that whatever goes to the apiserver takes on top.
 import { requestedTimeout } from '../api/deadline.ts';
+import { goQuery, rawQueryOf } from '../api/query.ts';
 import { newInternalError, newServiceUnavailable, newUnauthorized, tooManyRequests } from '../api/status.ts';
 import type { Status } from '../api/types.ts';
 import type { UserInfo } from '../api/user.ts';
@@ -82,9 +83,7 @@ export async function admit(
   const user: UserLookup = () => (looked ??= deps.guard.userOf(credential));
   const longRunning = isLongRunning(info);
   const admitted: Admitted = { info, longRunning, credential, user, flow: undefined, seats: [] };
-  const url = req.url ?? '/';
-  const q = url.indexOf('?');
-  const ruleRequest = { info, beginsWithState: beginsWithState(info, new URLSearchParams(q === -1 ? '' : url.slice(q + 1))) };
+  const ruleRequest = { info, beginsWithState: beginsWithState(info, goQuery(rawQueryOf(req.url ?? '/'))) };
   try {
     const rule = await decidingRule(deps.rules?.() ?? [], ruleRequest, user);
     // The refusal names the user as the apiserver's would, when Levee can learn it.

@@ -3,6 +3,7 @@
 // client Levee would not let see the object gets the apiserver's 403 and no cached byte), answer.
 // Whatever cannot be answered comes back as a forward reason, counted once, here.
 import type { ResourceAttributes } from '../api/attributes.ts';
+import { goQuery, rawQueryOf } from '../api/query.ts';
 import type { Cache, CachedResource } from '../cache/cache.ts';
 import type { AccessGuard } from '../auth/guard.ts';
 import { isImpersonationHeader } from '../auth/impersonation.ts';
@@ -45,9 +46,8 @@ type Decided = { forward: ForwardReason } | { cached: CachedResource; plan: Read
 export async function decideRequest(deps: AnswerDeps, req: DownstreamRequest, admitted: Admitted): Promise<Decided> {
   const { info } = admitted;
   const cached = deps.cache?.lookup(info.apiGroup, info.resource);
-  const url = req.url ?? '/';
-  const q = url.indexOf('?');
-  const query = new URLSearchParams(q === -1 ? '' : url.slice(q + 1));
+  // The query as the apiserver reads it (Go's url.ParseQuery).
+  const query = goQuery(rawQueryOf(req.url ?? '/'));
   // Only a read of a cached resource without resourceVersion consults the rules' policies.
   const rules = deps.rules?.() ?? [];
   const ruleConsistentReads =

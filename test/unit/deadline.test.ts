@@ -2,7 +2,8 @@
 // time.ParseDuration, with the messages kube-apiserver 1.37 answers for each of these queries.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { goQueryFirst, parseGoDuration, requestedTimeout } from '../../src/api/deadline.ts';
+import { parseGoDuration, requestedTimeout } from '../../src/api/deadline.ts';
+import { goQueryFirst } from '../../src/api/query.ts';
 import { decideRead } from '../../src/serve/decide.ts';
 import { parseRequestInfo } from '../../src/api/requestinfo.ts';
 
