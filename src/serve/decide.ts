@@ -397,7 +397,9 @@ export function decideWatch(r: ReadRequest, state: CacheState): WatchDecision {
     initial = rv === undefined ? 'consistent' : rv === 0 ? 'any' : 'notOlderThan';
     initialEventsEnd = allowBookmarks;
   } else if (rv === undefined || rv === 0) {
-    if (state.watchList) {
+    // The apiserver defaults to a watch-list only a watch asked for with ?watch= (its
+    // SetListOptionsDefaults reads ListOptions.Watch): a /watch/ path without it is the legacy watch.
+    if (state.watchList && queryBool(query.get('watch'))) {
       // Defaulted to a consistent watch-list (rv unset) or one from any state (rv 0).
       initial = rv === undefined ? 'consistent' : 'any';
       initialEventsEnd = allowBookmarks;

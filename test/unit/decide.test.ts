@@ -147,6 +147,10 @@ test('watches: from a resourceVersion in the cache, the rest upstream', () => {
   assert.equal(w('/api/v1/namespaces/a/pods?watch=true&resourceVersion=0&allowWatchBookmarks=true', { ...CACHED, watchList: true }), 'cache:any+end');
   assert.equal(w('/api/v1/namespaces/a/pods?watch=true&allowWatchBookmarks=true', { ...CACHED, watchList: true }), 'cache:consistent+end');
   assert.equal(w('/api/v1/namespaces/a/pods?watch=true&allowWatchBookmarks=true'), 'cache:any');
+  // A /watch/ path is defaulted only with ?watch= as well: without, the legacy watch, no end bookmark.
+  assert.equal(w('/api/v1/watch/namespaces/a/pods?allowWatchBookmarks=true', { ...CACHED, watchList: true }), 'cache:any');
+  assert.equal(w('/api/v1/watch/namespaces/a/pods?resourceVersion=0&allowWatchBookmarks=true', { ...CACHED, watchList: true }), 'cache:any');
+  assert.equal(w('/api/v1/watch/namespaces/a/pods?watch=1&allowWatchBookmarks=true', { ...CACHED, watchList: true }), 'cache:consistent+end');
   // "f" allows bookmarks: apimachinery reads only "0" and "false" as false.
   assert.equal(w('/api/v1/namespaces/a/pods?watch=true&allowWatchBookmarks=f', { ...CACHED, watchList: true }), 'cache:consistent+end');
   assert.equal(w('/api/v1/namespaces/a/pods?watch=true&allowWatchBookmarks=False', { ...CACHED, watchList: true }), 'cache:consistent');
