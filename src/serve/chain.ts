@@ -11,7 +11,9 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { newInternalError, tooManyRequests } from '../api/status.ts';
+import { negotiateErrorMediaType } from '../api/negotiation.ts';
+import { goQuery, rawQueryOf } from '../api/query.ts';
+import { newInternalError, tooManyRequests, type StatusEncoding } from '../api/status.ts';
 import type { Status } from '../api/types.ts';
 import type { RequestInfo } from '../api/requestinfo.ts';
 import type { AccessGuard } from '../auth/guard.ts';
@@ -101,7 +103,8 @@ export function createHandlers(deps: ChainDeps): Handlers {
     let flight: Flight | undefined;
     let watching: CachedWatch | undefined;
     let cancelled: ReturnType<typeof abortOnClose> | undefined;
-    const refuse = (status: Status): void => writeStatus(res, status);
+    // Refused before anything is answered: written as the apiserver writes its errors for this client.
+    const refuse = (status: Status): void => writeStatus(res, status, errorEncoding(req));
     try {
       // Request info.
       const info = requestInfo(r.method, r.url);
@@ -330,6 +333,12 @@ function abortOnClose(res: DownstreamResponse): { signal: AbortSignal; dispose: 
   const onClose = (): void => ac.abort();
   res.once('close', onClose);
   return { signal: ac.signal, dispose: () => void res.off('close', onClose) };
+}
+
+/** How the apiserver would write an error to this client; compact JSON where that cannot be told. */
+function errorEncoding(req: DownstreamRequest): StatusEncoding | undefined {
+  const userAgent = req.headers['user-agent'];
+  return negotiateErrorMediaType(req.headers.accept, goQuery(rawQueryOf(req.url ?? '/')), typeof userAgent === 'string' ? userAgent : undefined);
 }
 
 /** The client's Audit-Id when it sent one (the apiserver keeps it too), else a new one. */

@@ -6,7 +6,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { Agent, type Dispatcher } from 'undici';
+import { Agent, request, type Dispatcher } from 'undici';
 import { loadEnv, stopApiserver, startApiserver, type TestEnv } from '../env/testenv.ts';
 import { startLevee, type LeveeProcess } from '../support/levee.ts';
 import { agentFor, get, send, suffix } from '../support/http.ts';
@@ -393,6 +393,17 @@ test('a request deadline the apiserver cannot read is its 400, before credential
     assert.equal(a.status, 400, `${path}: ${a.body}`);
     assert.equal(b.status, a.status, path);
     assert.equal(b.body, a.body, path);
+  }
+  // Written as the apiserver writes its errors for the client: YAML, protobuf, indented, or
+  // (nothing acceptable) indented JSON.
+  const path = `/api/v1/namespaces/${ns}/configmaps?timeout=a%3Cb`;
+  for (const headers of [{ accept: 'application/yaml' }, { accept: 'application/vnd.kubernetes.protobuf' }, { accept: 'text/html' }, { 'user-agent': 'curl/8.5.0' }, { accept: 'application/json;as=Table;v=v1;g=meta.k8s.io, application/yaml' }]) {
+    const ask = async (origin: string) => {
+      const res = await request(origin + path, { dispatcher: agent, headers: { authorization: `Bearer ${env.tokens.admin}`, ...headers } });
+      return { status: res.statusCode, type: res.headers['content-type'], body: Buffer.from(await res.body.arrayBuffer()).toString('base64') };
+    };
+    const [a, b] = await Promise.all([ask(env.server), ask(levee.url.origin)]);
+    assert.deepEqual(b, a, JSON.stringify(headers));
   }
 });
 
