@@ -421,7 +421,8 @@ export function decideWatch(r: ReadRequest, state: CacheState): WatchDecision {
   // Empty is no number either: the apiserver's 400.
   if (t !== null) {
     if (!/^\d{1,9}$/.test(t)) return forward('invalid');
-    timeoutSeconds = Number(t);
+    // 0 asks for no timeout: the apiserver then picks its own (30 to 60 min), as for none.
+    timeoutSeconds = Number(t) || undefined;
   }
   return {
     source: 'cache',

@@ -159,6 +159,9 @@ test('watches: from a resourceVersion in the cache, the rest upstream', () => {
   assert.equal(w('/api/v1/namespaces/a/pods?watch=true&resourceVersionMatch=NotOlderThan'), 'upstream:invalid');
   assert.equal(w('/api/v1/namespaces/a/pods?watch=true&sendInitialEvents=false&resourceVersionMatch=NotOlderThan'), 'upstream:watch-initial-state');
   assert.equal(w('/api/v1/namespaces/a/pods?watch=true&resourceVersion=12&timeoutSeconds=x'), 'upstream:invalid');
+  // timeoutSeconds=0 is no deadline at all (the apiserver's own, 30 to 60 min), not one now.
+  const zero = decideWatch({ info: parseRequestInfo('GET', '/api/v1/namespaces/a/pods?watch=true&timeoutSeconds=0'), query: new URLSearchParams('watch=true&timeoutSeconds=0'), accept: undefined, userAgent: undefined, impersonating: false }, CACHED);
+  assert.equal(zero.source === 'cache' && zero.plan.timeoutSeconds, undefined);
   assert.equal(w('/api/v1/namespaces/a/pods?watch=true&resourceVersion=12&timeoutSeconds='), 'upstream:invalid');
   assert.equal(w('/api/v1/pods?watch=true&resourceVersion=12', NODE_LOCAL), 'upstream:outside-selection');
   assert.equal(w('/api/v1/pods?watch=true&resourceVersion=12&fieldSelector=spec.nodeName%3Dn1', NODE_LOCAL), 'cache:12');
