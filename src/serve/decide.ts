@@ -391,8 +391,9 @@ export function decideWatch(r: ReadRequest, state: CacheState): WatchDecision {
   let initialEventsEnd = false;
   if (sendInitial !== null || match !== null) {
     // The apiserver's validation: sendInitialEvents needs resourceVersionMatch=NotOlderThan and
-    // the other way round; its 422 is the answer to anything else.
-    if (sendInitial === null || match !== 'NotOlderThan') return forward('invalid');
+    // the other way round; its 422 is the answer to anything else. A /watch/ path without
+    // ?watch= is validated as a list, for which sendInitialEvents is forbidden.
+    if (sendInitial === null || match !== 'NotOlderThan' || !queryBool(query.get('watch'))) return forward('invalid');
     if (!queryBool(sendInitial)) return forward('watch-initial-state');
     initial = rv === undefined ? 'consistent' : rv === 0 ? 'any' : 'notOlderThan';
     initialEventsEnd = allowBookmarks;

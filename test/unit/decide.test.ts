@@ -151,6 +151,9 @@ test('watches: from a resourceVersion in the cache, the rest upstream', () => {
   assert.equal(w('/api/v1/watch/namespaces/a/pods?allowWatchBookmarks=true', { ...CACHED, watchList: true }), 'cache:any');
   assert.equal(w('/api/v1/watch/namespaces/a/pods?resourceVersion=0&allowWatchBookmarks=true', { ...CACHED, watchList: true }), 'cache:any');
   assert.equal(w('/api/v1/watch/namespaces/a/pods?watch=1&allowWatchBookmarks=true', { ...CACHED, watchList: true }), 'cache:consistent+end');
+  // ... and its options are validated as a list's: sendInitialEvents is the apiserver's 422.
+  assert.equal(w('/api/v1/watch/namespaces/a/pods?sendInitialEvents=true&resourceVersionMatch=NotOlderThan'), 'upstream:invalid');
+  assert.equal(w('/api/v1/watch/namespaces/a/pods?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true'), 'cache:consistent+end');
   // "f" allows bookmarks: apimachinery reads only "0" and "false" as false.
   assert.equal(w('/api/v1/namespaces/a/pods?watch=true&allowWatchBookmarks=f', { ...CACHED, watchList: true }), 'cache:consistent+end');
   assert.equal(w('/api/v1/namespaces/a/pods?watch=true&allowWatchBookmarks=False', { ...CACHED, watchList: true }), 'cache:consistent');
