@@ -240,3 +240,21 @@ export function negotiateErrorMediaType(accept: string | undefined, query: URLSe
   }
   return 'not-acceptable';
 }
+
+/**
+ * go-restful's route match (Route.matchesAccept), which a built-in resource's request passes before
+ * the apiserver negotiates anything: some clause of Accept, its parameters and q dropped and spaces
+ * trimmed, must be exactly a type the route produces, or *\/*. Otherwise the answer is go-restful's
+ * 406, even where negotiation would have found JSON (`application/*`, `APPLICATION/JSON`).
+ */
+export function routeAccepts(accept: string | undefined): boolean {
+  if (accept === undefined || accept.length === 0) return true;
+  return accept.split(',').some((clause) => {
+    const type = trimSpaces(clause.split(';')[0]!);
+    return type === '*/*' || ROUTE_PRODUCES.has(type);
+  });
+}
+
+// What the routes of a built-in resource produce, besides the stream forms (never equal to a
+// clause without its parameters).
+const ROUTE_PRODUCES = new Set(['application/json', 'application/yaml', 'application/vnd.kubernetes.protobuf']);

@@ -3,7 +3,7 @@
 // apiserver would (transforms, protobuf-only clients, pretty printing, parameters it does not know,
 // invalid input whose error text is the apiserver's to give) goes upstream.
 import { parseGoDuration } from '../api/deadline.ts';
-import { isPrettyPrint, negotiateMediaType, representationFor, type Representation } from '../api/negotiation.ts';
+import { isPrettyPrint, negotiateMediaType, representationFor, routeAccepts, type Representation } from '../api/negotiation.ts';
 import type { ConsistentReads } from '../api/consistency.ts';
 import { parseFieldSelector, type FieldSelector } from '../selectors/fields.ts';
 import { parseLabelSelector, type LabelSelector } from '../selectors/labels.ts';
@@ -191,6 +191,8 @@ const LIST_PARAMS = new Set([
  * indented JSON (`pretty`: the `pretty` parameter, browsers, curl, wget), the apiserver's to write.
  */
 function representation(r: ReadRequest, state: CacheState, verb: 'get' | 'list' | 'watch'): Representation | ForwardReason {
+  // A built-in resource's route refuses an Accept it produces nothing for (go-restful's 406).
+  if (state.customResource !== true && !routeAccepts(r.accept)) return 'media-type';
   const options = negotiateMediaType(r.accept, { customResource: state.customResource === true }, verb === 'watch');
   const rep = representationFor(options, verb);
   if (!rep) return 'media-type';

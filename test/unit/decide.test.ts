@@ -54,6 +54,9 @@ const cases: Array<[string, string, Parameters<typeof decide>[1]?]> = [
   ['/api/v1/namespaces/a/pods', 'upstream:consistent-read', { state: { ...CACHED, consistentReads: 'forward' } }],
   ['/api/v1/namespaces/a/pods/p', 'upstream:consistent-read', { state: { ...CACHED, consistentReads: 'forward' } }],
   ['/api/v1/namespaces/a/pods?resourceVersion=abc', 'upstream:invalid'],
+  // go-restful's 406 before any negotiation: no clause names a type the route produces.
+  ['/api/v1/namespaces/a/pods?resourceVersion=0', 'upstream:media-type', { accept: 'application/*' }],
+  ['/api/v1/namespaces/a/pods?resourceVersion=0', 'cache:any', { accept: 'application/*, application/json;q=0.1' }],
   // A name the apiserver refuses in a path ("Name parameter invalid"), decoded as it decodes it.
   ['/api/v1/namespaces/a/pods/%2e%2e?resourceVersion=0', 'upstream:invalid'],
   ['/api/v1/namespaces/a/pods/a%25b?resourceVersion=0', 'upstream:invalid'],
