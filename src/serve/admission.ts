@@ -2,6 +2,7 @@
 // request info, the request deadline, authentication, the configured rules, flow control; and the
 // upstream bound that whatever goes to the apiserver takes on top.
 import { requestedTimeout } from '../api/deadline.ts';
+import { goQuote } from '../selectors/gostrings.ts';
 import { goQuery, rawQueryOf } from '../api/query.ts';
 import { newInternalError, newServiceUnavailable, newUnauthorized, tooManyRequests } from '../api/status.ts';
 import type { Status } from '../api/types.ts';
@@ -40,13 +41,19 @@ export interface Admitted {
   seats: Grant[];
 }
 
-/** Stage: request info, as the apiserver's WithRequestInfo filter, or its 500 for a bad path. */
-export function requestInfo(method: string, url: string): RequestInfo | Status {
+/**
+ * Stage: request info, as the apiserver's WithRequestInfo filter, or its 500 for a bad path: a
+ * Status for an upgrade's refusal, and `text` as the apiserver writes it (responsewriters.
+ * InternalError: http.Error, plain text, the request URI quoted, <, > and & escaped).
+ */
+export function requestInfo(method: string, url: string): RequestInfo | { status: Status; text: string } {
   try {
     return parseRequestInfo(method, url);
   } catch (err) {
     if (!(err instanceof RequestInfoError)) throw err;
-    return newInternalError(`failed to create RequestInfo: ${err.message}`);
+    const why = `failed to create RequestInfo: ${err.message}`;
+    const text = `Internal Server Error: ${goQuote(url)}: ${why}`.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
+    return { status: newInternalError(why), text: `${text}\n` };
   }
 }
 

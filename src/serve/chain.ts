@@ -25,7 +25,7 @@ import type { Rule } from '../flow/rules.ts';
 import { WarmupBackoff } from '../flow/warmup.ts';
 import type { DownstreamRequest, DownstreamResponse } from '../http/downstream.ts';
 import type { Handlers } from '../http/listener.ts';
-import { writeStatus } from '../http/respond.ts';
+import { writeStatus, writeText } from '../http/respond.ts';
 import type { Logger } from '../log/logger.ts';
 import { metricVerb, type GatewayMetrics, type Source } from '../metrics/metrics.ts';
 import { coalescingKey, type Flight, type ReadCoalescer } from '../upstream/coalesce.ts';
@@ -108,7 +108,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
     try {
       // Request info.
       const info = requestInfo(r.method, r.url);
-      if ('code' in info) return refuse(info);
+      if ('status' in info) return writeText(res, info.status.code, info.text);
       // Levee's own endpoints: logged, but not counted among the requests of the Kubernetes API.
       if (serveOwnEndpoint(deps.health, metrics, r.method, r.path, r.query, res)) return;
       r.info = info;
@@ -270,7 +270,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
         return status.code;
       };
       const parsed = requestInfo(req.method ?? 'GET', req.url ?? '/');
-      if ('code' in parsed) return refuse(parsed);
+      if ('status' in parsed) return refuse(parsed.status);
       info = parsed;
       const credential = authenticate(deps, req, id);
       if ('code' in credential) return refuse(credential);
