@@ -12,6 +12,8 @@ import type { FlowController } from '../flow/flowcontrol.ts';
 import { beginsWithState, consistentReadsFor, type Rule } from '../flow/rules.ts';
 import type { DownstreamRequest, DownstreamResponse } from '../http/downstream.ts';
 import { writeStatusAs } from './status.ts';
+import { writeStatus } from '../http/respond.ts';
+import type { StatusEncoding } from '../api/status.ts';
 import { writesProtobuf } from '../represent/protobuf/objects.ts';
 import type { Representation } from '../api/negotiation.ts';
 import type { GatewayMetrics } from '../metrics/metrics.ts';
@@ -116,12 +118,16 @@ export async function answerFromCache(
   res: DownstreamResponse,
   arrivedAt: bigint,
   requestId: string,
+  errors?: StatusEncoding,
 ): Promise<Outcome> {
   const attrs = attributesOf(admitted);
   const admission = await deps.guard.admit(admitted.credential, attrs);
   if (admission.allowed === false) {
-    // Refused exactly as the apiserver refuses: no cached byte reaches this client.
-    writeStatusAs(res, admission.status, decided.plan.representation);
+    // Refused exactly as the apiserver refuses: no cached byte reaches this client. Its
+    // authentication and authorization filters negotiate the error with the default serializers,
+    // not the resource's (a custom resource's client that prefers protobuf gets a protobuf 403).
+    if (errors) writeStatus(res, admission.status, errors);
+    else writeStatusAs(res, admission.status, decided.plan.representation);
     return { answered: admission.status.code };
   }
   if (admission.allowed === 'undecided') return { forward: 'undecided' };

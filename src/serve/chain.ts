@@ -137,7 +137,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
       }
       // Decide, authorize, answer from the cache.
       const decided = await decideRequest(deps, req, admitted);
-      const outcome = 'forward' in decided ? decided : await answerFromCache(deps, admitted, decided, res, r.started, r.id);
+      const outcome = 'forward' in decided ? decided : await answerFromCache(deps, admitted, decided, res, r.started, r.id, errorEncoding(req));
       if ('answered' in outcome) {
         r.source = 'cache';
         r.code = outcome.answered;
