@@ -1,5 +1,6 @@
 // What the apiserver reads from a request to choose how to write its answer
 // (k8s.io/apiserver/pkg/endpoints/handlers/negotiation).
+import type { StatusEncoding } from './status.ts';
 
 /**
  * negotiation.isPrettyPrint: a non-empty `pretty` parameter decides (strconv.ParseBool, anything it
@@ -255,3 +256,45 @@ export function representationFor(options: MediaTypeOptions | undefined, verb: '
   if (target.kind === (list ? 'PartialObjectMetadataList' : 'PartialObjectMetadata')) return { as: target.kind, media, version };
   return undefined;
 }
+
+/**
+ * How the apiserver writes an error (responsewriters.ErrorNegotiated): the first Accept clause
+ * that names a serializer, with the default endpoint restrictions (no conversion, no server
+ * version, stream only "watch"), pretty by `;pretty=1`, the `pretty` parameter or the client;
+ * `not-acceptable` when no clause fits (the error is then indented JSON). Undefined for a header
+ * too unusual to order as the apiserver would.
+ */
+export function negotiateErrorMediaType(accept: string | undefined, query: URLSearchParams, userAgent: string | undefined): StatusEncoding | undefined {
+  const pretty = (p: boolean, media: Exclude<MediaType, 'cbor'>) => ({ media, pretty: media !== 'protobuf' && (p || isPrettyPrint(query, userAgent)) });
+  if (accept === undefined || accept.length === 0) return pretty(false, 'json');
+  const clauses = parseAccept(accept);
+  if (!clauses) return undefined;
+  for (const clause of clauses) {
+    for (const m of MEDIA_TYPES) {
+      const matches = (clause.type === m.type && (clause.subType === m.subType || clause.subType === '*')) || (clause.type === '*' && clause.subType === '*');
+      if (!matches || m.media === 'cbor') continue;
+      const options = acceptOptions(clause.params, m, { customResource: false });
+      if (!options || options.target !== undefined) continue;
+      return pretty(options.pretty, m.media);
+    }
+  }
+  return 'not-acceptable';
+}
+
+/**
+ * go-restful's route match (Route.matchesAccept), which a built-in resource's request passes before
+ * the apiserver negotiates anything: some clause of Accept, its parameters and q dropped and spaces
+ * trimmed, must be exactly a type the route produces, or *\/*. Otherwise the answer is go-restful's
+ * 406, even where negotiation would have found JSON (`application/*`, `APPLICATION/JSON`).
+ */
+export function routeAccepts(accept: string | undefined): boolean {
+  if (accept === undefined || accept.length === 0) return true;
+  return accept.split(',').some((clause) => {
+    const type = trimSpaces(clause.split(';')[0]!);
+    return type === '*/*' || ROUTE_PRODUCES.has(type);
+  });
+}
+
+// What the routes of a built-in resource produce, besides the stream forms (never equal to a
+// clause without its parameters).
+const ROUTE_PRODUCES = new Set(['application/json', 'application/yaml', 'application/vnd.kubernetes.protobuf']);

@@ -3,6 +3,7 @@
 // namespace, name, subresource, and the selectors authorization sees). Authorization, metrics and
 // the cache-or-upstream decision all read this, so they agree with the apiserver on what a request
 // is.
+import { goQuery } from './query.ts';
 import { parseFieldSelector } from '../selectors/fields.ts';
 
 export interface RequestInfo {
@@ -44,11 +45,14 @@ function splitPath(path: string): string[] {
   return trimmed === '' ? [] : trimmed.split('/');
 }
 
-/** apimachinery's string-to-bool query conversion: only "0", "f" and "false" are false. */
+/**
+ * apimachinery's string-to-bool query conversion (runtime.Convert_Slice_string_To_bool): only "0"
+ * and "false" in any case (strings.EqualFold, for which "ſ" is an "s") are false; "f", "no" and
+ * the empty string are true.
+ */
 export function queryBool(value: string | null): boolean {
   if (value === null) return false;
-  const v = value.toLowerCase();
-  return !(v === '0' || v === 'f' || v === 'false');
+  return !(value === '0' || value.replace(/ſ/g, 's').toLowerCase() === 'false');
 }
 
 /**
@@ -66,9 +70,6 @@ function fieldSelectorName(selector: string | null): string | undefined {
 }
 
 /** path.IsValidPathSegmentName: a name may not be "." or ".." nor contain "/" or "%". */
-function isValidPathSegmentName(name: string): boolean {
-  return name !== '.' && name !== '..' && !name.includes('/') && !name.includes('%');
-}
 
 function verbForMethod(method: string): string {
   switch (method) {
@@ -91,13 +92,44 @@ function verbForMethod(method: string): string {
 export class RequestInfoError extends Error {}
 
 /**
+ * url.PathUnescape, as Go leaves req.URL.Path: %XX decoded, "+" as it is. Undefined for a malformed
+ * escape (Go's HTTP server refuses the request) or bytes that are no UTF-8 (Go keeps the bytes): the
+ * path is then read as sent, and such a name never reaches the cache (it holds a "%").
+ */
+function unescapePath(raw: string): string | undefined {
+  if (!raw.includes('%')) return raw;
+  const bytes: number[] = [];
+  for (let i = 0; i < raw.length; i++) {
+    const c = raw.charCodeAt(i);
+    if (c === 0x25) {
+      const hex = raw.slice(i + 1, i + 3);
+      if (!/^[0-9A-Fa-f]{2}$/.test(hex)) return undefined;
+      bytes.push(parseInt(hex, 16));
+      i += 2;
+    } else if (c < 0x80) bytes.push(c);
+    else return undefined;
+  }
+  const buf = Buffer.from(bytes);
+  const text = buf.toString('utf8');
+  return Buffer.from(text, 'utf8').equals(buf) ? text : undefined;
+}
+
+/** path.IsValidPathSegmentName: what the apiserver accepts as an object's name in a path (else its 400). */
+export function isValidPathSegmentName(name: string): boolean {
+  return name !== '.' && name !== '..' && !name.includes('/') && !name.includes('%');
+}
+
+/**
  * Parses a request. Throws RequestInfoError where the apiserver's factory returns an error
  * (a /watch/ or /proxy/ path with nothing after the verb).
  */
 export function parseRequestInfo(method: string, url: string): RequestInfo {
   const q = url.indexOf('?');
-  const path = q === -1 ? url : url.slice(0, q);
-  const query = new URLSearchParams(q === -1 ? '' : url.slice(q + 1));
+  const raw = q === -1 ? url : url.slice(0, q);
+  // The apiserver reads req.URL.Path, which Go has unescaped: configmaps/a%2Fb is object "a" and
+  // subresource "b", configmaps/%2e%2e the name "..".
+  const path = unescapePath(raw) ?? raw;
+  const query = goQuery(q === -1 ? '' : url.slice(q + 1));
   const info: RequestInfo = {
     isResourceRequest: false,
     path,

@@ -2,6 +2,7 @@
 // Levee's own credentials, asks the apiserver's own authorizer chain (RBAC, Node, webhooks) about
 // the client's user with the attributes the apiserver would use for the same request. A cache that
 // skipped this would hand any object to anyone who can reach it.
+import { goQuote } from '../selectors/gostrings.ts';
 import { newForbidden } from '../api/status.ts';
 import type { Status } from '../api/types.ts';
 import { postJson } from '../upstream/client.ts';
@@ -152,15 +153,16 @@ export function subjectAccessReviewSpec(user: UserInfo, attrs: Attributes): Reco
 
 /** The apiserver's Forbidden answer (responsewriters.Forbidden) to a request it did not authorize. */
 export function forbidden(user: UserInfo, attrs: Attributes, reason: string): Status {
+  // forbiddenMessage: every name quoted as Go's %q quotes it.
   if (!isResourceRequest(attrs)) {
-    const message = sanitize(`User "${user.username}" cannot ${attrs.verb} path "${attrs.path}"`);
+    const message = sanitize(`User ${goQuote(user.username)} cannot ${attrs.verb} path ${goQuote(attrs.path)}`);
     return newForbidden({ group: '', resource: '' }, '', reason ? `${message}: ${reason}` : message);
   }
   let resource = attrs.resource;
   if (attrs.subresource) resource += `/${attrs.subresource}`;
-  const where = attrs.namespace ? `in the namespace "${attrs.namespace}"` : 'at the cluster scope';
+  const where = attrs.namespace ? `in the namespace ${goQuote(attrs.namespace)}` : 'at the cluster scope';
   // The apiserver HTML-escapes the user-controlled parts of this message.
-  const message = sanitize(`User "${user.username}" cannot ${attrs.verb} resource "${resource}" in API group "${attrs.group}" ${where}`);
+  const message = sanitize(`User ${goQuote(user.username)} cannot ${attrs.verb} resource ${goQuote(resource)} in API group ${goQuote(attrs.group)} ${where}`);
   return newForbidden({ group: attrs.group, resource: attrs.resource }, attrs.name, reason ? `${message}: ${reason}` : message);
 }
 

@@ -1,7 +1,7 @@
 // The one place that turns a request's credential into what Levee may do with it: answer it from
 // the cache (after authorization), refuse it with the apiserver's own 401 or 403, or forward it
 // under the right identity.
-import { newInternalError, newUnauthorized, tooManyRequests } from '../api/status.ts';
+import { newBadRequest, newInternalError, newUnauthorized, tooManyRequests } from '../api/status.ts';
 import type { Status } from '../api/types.ts';
 import { postJson } from '../upstream/client.ts';
 import type { UpstreamAuth } from '../upstream/connector.ts';
@@ -100,8 +100,8 @@ export class AccessGuard {
           checks = impersonationChecks(rawHeaders);
         } catch (err) {
           if (!(err instanceof ImpersonationError)) throw err;
-          // The apiserver's impersonation filter answers a malformed request with a 500.
-          return newInternalError(err.message);
+          // The apiserver's impersonation filter answers a request without a user to impersonate with a 400.
+          return newBadRequest(err.message);
         }
         if (checks.length === 0) return { identity: 'own', impersonate: impersonationHeaders(c.user) };
         for (const attrs of checks) {
@@ -131,7 +131,7 @@ export class AccessGuard {
       checks = impersonationChecks(rawHeaders);
     } catch (err) {
       if (!(err instanceof ImpersonationError)) throw err;
-      return newInternalError(err.message);
+      return newBadRequest(err.message);
     }
     const [first] = checks;
     if (first === undefined) return { identity: 'own', impersonate: [] };

@@ -5,6 +5,7 @@
 // apiserver will only see Levee's (broader) right to impersonate.
 import type { ResourceAttributes } from '../api/attributes.ts';
 import { splitServiceAccount, type UserInfo } from '../api/user.ts';
+import { compareGo, goQuote } from '../selectors/gostrings.ts';
 
 const USER = 'impersonate-user';
 const UID = 'impersonate-uid';
@@ -59,15 +60,29 @@ export function impersonationChecks(rawHeaders: readonly string[]): ResourceAttr
   for (const g of groups) impersonate('', 'groups', g);
   for (const [key, value] of extras) impersonate('authentication.k8s.io', 'userextras', value, '', key);
   if (uid) impersonate('authentication.k8s.io', 'uids', uid);
-  if (checks.length > 0 && !user) throw new ImpersonationError('requested impersonation without impersonating a user');
+  if (checks.length > 0 && !user) {
+    // The apiserver's BadRequest names what was asked for as Go prints the user.DefaultInfo it built.
+    throw new ImpersonationError(`requested ${goDefaultInfo(user ?? '', uid ?? '', groups, extras)} without impersonating a user name`);
+  }
   return checks;
 }
 
-// Extra keys travel percent-encoded in header names (a key may hold "/" and upper case).
-function unescapeExtraKey(key: string): string {
+// Extra keys travel percent-encoded in header names (a key may hold "/" and upper case): the
+// apiserver lowers the name first, then unescapes, so "%41" is "A".
+function unescapeExtraKey(lowered: string): string {
   try {
-    return decodeURIComponent(key).toLowerCase();
+    return decodeURIComponent(lowered);
   } catch {
-    return key;
+    return lowered;
   }
+}
+
+/** fmt's %#v of a *user.DefaultInfo: strings quoted, nil slices and maps as such, map keys sorted. */
+function goDefaultInfo(name: string, uid: string, groups: readonly string[], extras: readonly [string, string][]): string {
+  const strings = (xs: readonly string[]): string => (xs.length === 0 ? '[]string(nil)' : `[]string{${xs.map(goQuote).join(', ')}}`);
+  const extra = new Map<string, string[]>();
+  for (const [key, value] of extras) extra.set(key, [...(extra.get(key) ?? []), value]);
+  const entries = [...extra.keys()].sort(compareGo).map((k) => `${goQuote(k)}:${strings(extra.get(k)!)}`);
+  const map = entries.length === 0 ? 'map[string][]string(nil)' : `map[string][]string{${entries.join(', ')}}`;
+  return `&user.DefaultInfo{Name:${goQuote(name)}, UID:${goQuote(uid)}, Groups:${strings(groups)}, Extra:${map}}`;
 }

@@ -1,16 +1,17 @@
 // Writing Levee's own answers. Status errors go out exactly as the apiserver writes them.
-import { encodeStatus } from '../api/status.ts';
+import { encodeStatus, encodeStatusAs, type StatusEncoding } from '../api/status.ts';
 import type { Status } from '../api/types.ts';
 import type { DownstreamResponse } from './downstream.ts';
 
-export function writeStatus(res: DownstreamResponse, status: Status): void {
+/** Writes a Status: compact JSON, or as the client's request negotiates it (`how`). */
+export function writeStatus(res: DownstreamResponse, status: Status, how?: StatusEncoding): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  const body = encodeStatus(status);
+  const { contentType, body } = how ? encodeStatusAs(status, how) : { contentType: 'application/json', body: encodeStatus(status) };
   const headers: Record<string, string> = {
-    'content-type': 'application/json',
+    'content-type': contentType,
     'content-length': String(body.length),
     'cache-control': 'no-cache, private',
   };

@@ -1,6 +1,9 @@
 // The stages every request passes before anything is answered or forwarded, upgrades included:
-// request info, authentication, the configured rules, flow control; and the upstream bound that
-// whatever goes to the apiserver takes on top.
+// request info, the request deadline, authentication, the configured rules, flow control; and the
+// upstream bound that whatever goes to the apiserver takes on top.
+import { requestedTimeout } from '../api/deadline.ts';
+import { goQuote } from '../selectors/gostrings.ts';
+import { goQuery, rawQueryOf } from '../api/query.ts';
 import { newInternalError, newServiceUnavailable, newUnauthorized, tooManyRequests } from '../api/status.ts';
 import type { Status } from '../api/types.ts';
 import type { UserInfo } from '../api/user.ts';
@@ -38,14 +41,30 @@ export interface Admitted {
   seats: Grant[];
 }
 
-/** Stage: request info, as the apiserver's WithRequestInfo filter, or its 500 for a bad path. */
-export function requestInfo(method: string, url: string): RequestInfo | Status {
+/**
+ * Stage: request info, as the apiserver's WithRequestInfo filter, or its 500 for a bad path: a
+ * Status for an upgrade's refusal, and `text` as the apiserver writes it (responsewriters.
+ * InternalError: http.Error, plain text, the request URI quoted, <, > and & escaped).
+ */
+export function requestInfo(method: string, url: string): RequestInfo | { status: Status; text: string } {
   try {
     return parseRequestInfo(method, url);
   } catch (err) {
     if (!(err instanceof RequestInfoError)) throw err;
-    return newInternalError(`failed to create RequestInfo: ${err.message}`);
+    const why = `failed to create RequestInfo: ${err.message}`;
+    const text = `Internal Server Error: ${goQuote(url)}: ${why}`.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
+    return { status: newInternalError(why), text: `${text}\n` };
   }
+}
+
+/**
+ * Stage: the request deadline (`?timeout=`), which the apiserver reads before it authenticates
+ * anyone: one it cannot read is its 400, whoever sent it. Long-running requests have none.
+ */
+export function requestDeadline(info: RequestInfo, rawQuery: string): Status | undefined {
+  if (isLongRunning(info)) return undefined;
+  const timeout = requestedTimeout(rawQuery);
+  return typeof timeout === 'object' ? timeout : undefined;
 }
 
 /** Stage: authentication; the apiserver's 401 when no authenticator accepts the request. */
@@ -71,9 +90,7 @@ export async function admit(
   const user: UserLookup = () => (looked ??= deps.guard.userOf(credential));
   const longRunning = isLongRunning(info);
   const admitted: Admitted = { info, longRunning, credential, user, flow: undefined, seats: [] };
-  const url = req.url ?? '/';
-  const q = url.indexOf('?');
-  const ruleRequest = { info, beginsWithState: beginsWithState(info, new URLSearchParams(q === -1 ? '' : url.slice(q + 1))) };
+  const ruleRequest = { info, beginsWithState: beginsWithState(info, goQuery(rawQueryOf(req.url ?? '/'))) };
   try {
     const rule = await decidingRule(deps.rules?.() ?? [], ruleRequest, user);
     // The refusal names the user as the apiserver's would, when Levee can learn it.

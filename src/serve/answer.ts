@@ -3,6 +3,7 @@
 // client Levee would not let see the object gets the apiserver's 403 and no cached byte), answer.
 // Whatever cannot be answered comes back as a forward reason, counted once, here.
 import type { ResourceAttributes } from '../api/attributes.ts';
+import { goQuery, rawQueryOf } from '../api/query.ts';
 import type { Cache, CachedResource } from '../cache/cache.ts';
 import type { AccessGuard } from '../auth/guard.ts';
 import { isImpersonationHeader } from '../auth/impersonation.ts';
@@ -11,6 +12,8 @@ import type { FlowController } from '../flow/flowcontrol.ts';
 import { beginsWithState, consistentReadsFor, type Rule } from '../flow/rules.ts';
 import type { DownstreamRequest, DownstreamResponse } from '../http/downstream.ts';
 import { writeStatusAs } from './status.ts';
+import { writeStatus } from '../http/respond.ts';
+import type { StatusEncoding } from '../api/status.ts';
 import { writesProtobuf } from '../represent/protobuf/objects.ts';
 import { writesTable } from '../represent/table/encode.ts';
 import type { Representation } from '../api/negotiation.ts';
@@ -46,9 +49,8 @@ type Decided = { forward: ForwardReason } | { cached: CachedResource; plan: Read
 export async function decideRequest(deps: AnswerDeps, req: DownstreamRequest, admitted: Admitted): Promise<Decided> {
   const { info } = admitted;
   const cached = deps.cache?.lookup(info.apiGroup, info.resource);
-  const url = req.url ?? '/';
-  const q = url.indexOf('?');
-  const query = new URLSearchParams(q === -1 ? '' : url.slice(q + 1));
+  // The query as the apiserver reads it (Go's url.ParseQuery).
+  const query = goQuery(rawQueryOf(req.url ?? '/'));
   // Only a read of a cached resource without resourceVersion consults the rules' policies.
   const rules = deps.rules?.() ?? [];
   const ruleConsistentReads =
@@ -117,12 +119,16 @@ export async function answerFromCache(
   res: DownstreamResponse,
   arrivedAt: bigint,
   requestId: string,
+  errors?: StatusEncoding,
 ): Promise<Outcome> {
   const attrs = attributesOf(admitted);
   const admission = await deps.guard.admit(admitted.credential, attrs);
   if (admission.allowed === false) {
-    // Refused exactly as the apiserver refuses: no cached byte reaches this client.
-    writeStatusAs(res, admission.status, decided.plan.representation);
+    // Refused exactly as the apiserver refuses: no cached byte reaches this client. Its
+    // authentication and authorization filters negotiate the error with the default serializers,
+    // not the resource's (a custom resource's client that prefers protobuf gets a protobuf 403).
+    if (errors) writeStatus(res, admission.status, errors);
+    else writeStatusAs(res, admission.status, decided.plan.representation);
     return { answered: admission.status.code };
   }
   if (admission.allowed === 'undecided') return { forward: 'undecided' };

@@ -1,6 +1,6 @@
 // A request's life in Levee, as a list of stages in the order they run:
 //
-//   request info → Levee's own endpoints → authentication → rules → flow control
+//   request info → Levee's own endpoints → request deadline → authentication → rules → flow control
 //     → decide → authorize → answer from the cache
 //                          ↘ or forward to the apiserver (under the upstream bound)
 //
@@ -11,7 +11,9 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { newInternalError, tooManyRequests } from '../api/status.ts';
+import { negotiateErrorMediaType } from '../api/negotiation.ts';
+import { goQuery, rawQueryOf } from '../api/query.ts';
+import { newInternalError, tooManyRequests, type StatusEncoding } from '../api/status.ts';
 import type { Status } from '../api/types.ts';
 import type { RequestInfo } from '../api/requestinfo.ts';
 import type { AccessGuard } from '../auth/guard.ts';
@@ -23,14 +25,14 @@ import type { Rule } from '../flow/rules.ts';
 import { WarmupBackoff } from '../flow/warmup.ts';
 import type { DownstreamRequest, DownstreamResponse } from '../http/downstream.ts';
 import type { Handlers } from '../http/listener.ts';
-import { writeStatus } from '../http/respond.ts';
+import { writeStatus, writeText } from '../http/respond.ts';
 import type { Logger } from '../log/logger.ts';
 import { metricVerb, type GatewayMetrics, type Source } from '../metrics/metrics.ts';
 import { coalescingKey, type Flight, type ReadCoalescer } from '../upstream/coalesce.ts';
 import { forward, UpstreamUnavailableError } from '../upstream/forward.ts';
 import type { UpstreamPools } from '../upstream/pools.ts';
 import { tunnelUpgrade, writeStatusAndClose } from '../upstream/tunnel.ts';
-import { admit, admitUpstream, authenticate, release, requestInfo, type Admitted } from './admission.ts';
+import { admit, admitUpstream, authenticate, release, requestDeadline, requestInfo, type Admitted } from './admission.ts';
 import { answerFromCache, decideRequest, type CachedWatch } from './answer.ts';
 import { isDebugRequest, serveDebug } from './debug.ts';
 import type { ForwardReason } from './decide.ts';
@@ -101,14 +103,18 @@ export function createHandlers(deps: ChainDeps): Handlers {
     let flight: Flight | undefined;
     let watching: CachedWatch | undefined;
     let cancelled: ReturnType<typeof abortOnClose> | undefined;
-    const refuse = (status: Status): void => writeStatus(res, status);
+    // Refused before anything is answered: written as the apiserver writes its errors for this client.
+    const refuse = (status: Status): void => writeStatus(res, status, errorEncoding(req));
     try {
       // Request info.
       const info = requestInfo(r.method, r.url);
-      if ('code' in info) return refuse(info);
+      if ('status' in info) return writeText(res, info.status.code, info.text);
       // Levee's own endpoints: logged, but not counted among the requests of the Kubernetes API.
       if (serveOwnEndpoint(deps.health, metrics, r.method, r.path, r.query, res)) return;
       r.info = info;
+      // The request deadline, read before authentication as the apiserver reads it.
+      const deadline = requestDeadline(info, r.query);
+      if (deadline) return refuse(deadline);
       // Authentication.
       const credential = authenticate(deps, req, r.id);
       if ('code' in credential) return refuse(credential);
@@ -131,7 +137,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
       }
       // Decide, authorize, answer from the cache.
       const decided = await decideRequest(deps, req, admitted);
-      const outcome = 'forward' in decided ? decided : await answerFromCache(deps, admitted, decided, res, r.started, r.id);
+      const outcome = 'forward' in decided ? decided : await answerFromCache(deps, admitted, decided, res, r.started, r.id, errorEncoding(req));
       if ('answered' in outcome) {
         r.source = 'cache';
         r.code = outcome.answered;
@@ -264,7 +270,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
         return status.code;
       };
       const parsed = requestInfo(req.method ?? 'GET', req.url ?? '/');
-      if ('code' in parsed) return refuse(parsed);
+      if ('status' in parsed) return refuse(parsed.status);
       info = parsed;
       const credential = authenticate(deps, req, id);
       if ('code' in credential) return refuse(credential);
@@ -327,6 +333,12 @@ function abortOnClose(res: DownstreamResponse): { signal: AbortSignal; dispose: 
   const onClose = (): void => ac.abort();
   res.once('close', onClose);
   return { signal: ac.signal, dispose: () => void res.off('close', onClose) };
+}
+
+/** How the apiserver would write an error to this client; compact JSON where that cannot be told. */
+function errorEncoding(req: DownstreamRequest): StatusEncoding | undefined {
+  const userAgent = req.headers['user-agent'];
+  return negotiateErrorMediaType(req.headers.accept, goQuery(rawQueryOf(req.url ?? '/')), typeof userAgent === 'string' ? userAgent : undefined);
 }
 
 /** The client's Audit-Id when it sent one (the apiserver keeps it too), else a new one. */

@@ -2,14 +2,15 @@
 // tested case by case (test/unit/decide.test.ts). Anything Levee cannot answer exactly as the
 // apiserver would (transforms, protobuf-only clients, pretty printing, parameters it does not know,
 // invalid input whose error text is the apiserver's to give) goes upstream.
-import { includeObjectOf, isPrettyPrint, negotiateMediaType, representationFor, statusMediaFor, type Representation } from '../api/negotiation.ts';
+import { parseGoDuration } from '../api/deadline.ts';
+import { includeObjectOf, isPrettyPrint, negotiateMediaType, representationFor, routeAccepts, statusMediaFor, type Representation } from '../api/negotiation.ts';
 import type { ConsistentReads } from '../api/consistency.ts';
 import { parseFieldSelector, type FieldSelector } from '../selectors/fields.ts';
 import { parseLabelSelector, type LabelSelector } from '../selectors/labels.ts';
 import { builtinFields, convertFieldSelector, type SelectableFields } from '../selectors/selectable.ts';
 import { parseResourceVersion } from '../store/object.ts';
 import { decodeContinue, type ContinueToken } from './continuetoken.ts';
-import { queryBool, type RequestInfo } from '../api/requestinfo.ts';
+import { isValidPathSegmentName, queryBool, type RequestInfo } from '../api/requestinfo.ts';
 import { withinSelection, type Selection } from '../cache/selection.ts';
 
 export type Freshness =
@@ -192,6 +193,8 @@ const LIST_PARAMS = new Set([
  * indented JSON (`pretty`: the `pretty` parameter, browsers, curl, wget), the apiserver's to write.
  */
 function representation(r: ReadRequest, state: CacheState, verb: 'get' | 'list' | 'watch'): Representation | ForwardReason {
+  // A built-in resource's route refuses an Accept it produces nothing for (go-restful's 406).
+  if (state.customResource !== true && !routeAccepts(r.accept)) return 'media-type';
   const options = negotiateMediaType(r.accept, { customResource: state.customResource === true }, verb === 'watch');
   let rep = representationFor(options, verb);
   if (!rep) return 'media-type';
@@ -213,6 +216,20 @@ function representation(r: ReadRequest, state: CacheState, verb: 'get' | 'list' 
   if (indentable && isPrettyPrint(r.query, r.userAgent)) return 'pretty';
   return rep;
 }
+
+/**
+ * A request deadline (`timeout`, a Go duration) shorter than Levee may wait for its cache to be
+ * fresh enough (3 s: serve/freshness.ts): the apiserver keeps it, answering or giving its 504 as
+ * its own speed decides. One that does not parse here (chain.ts refused those the apiserver
+ * cannot read) goes there too.
+ */
+function shortDeadline(timeout: string | null): boolean {
+  if (timeout === null || timeout === '') return false;
+  const d = parseGoDuration(Buffer.from(timeout));
+  return 'error' in d || (d.ns > 0n && d.ns < SHORTEST_DEADLINE_NS);
+}
+
+const SHORTEST_DEADLINE_NS = 3_000_000_000n;
 
 function forward(reason: ForwardReason): { source: 'upstream'; reason: ForwardReason } {
   return { source: 'upstream', reason };
@@ -243,6 +260,8 @@ export function decideRead(r: ReadRequest, state: CacheState): Decision {
   if ((state.namespaced && info.verb === 'get' && namespace === '') || (!state.namespaced && namespace !== '')) {
     return forward('invalid');
   }
+  // ".", ".." or a name holding "%": the apiserver's 400 "Name parameter invalid".
+  if (info.verb === 'get' && !isValidPathSegmentName(info.name)) return forward('invalid');
   if (r.impersonating) return forward('impersonation');
   const rep = representation(r, state, info.verb === 'get' ? 'get' : 'list');
   if (typeof rep === 'string') return forward(rep);
@@ -287,6 +306,7 @@ export function decideRead(r: ReadRequest, state: CacheState): Decision {
   }
   const timeoutParam = query.get('timeoutSeconds');
   if (timeoutParam !== null && !/^-?\d{1,18}$/.test(timeoutParam)) return forward('invalid');
+  if (shortDeadline(query.get('timeout'))) return forward('parameter');
   if (query.has('watch') && query.get('watch') !== 'false' && query.get('watch') !== '0') return forward('not-a-read');
   const match = query.get('resourceVersionMatch') ?? '';
   const cont = query.get('continue') ?? '';
@@ -389,13 +409,16 @@ export function decideWatch(r: ReadRequest, state: CacheState): WatchDecision {
   let initialEventsEnd = false;
   if (sendInitial !== null || match !== null) {
     // The apiserver's validation: sendInitialEvents needs resourceVersionMatch=NotOlderThan and
-    // the other way round; its 422 is the answer to anything else.
-    if (sendInitial === null || match !== 'NotOlderThan') return forward('invalid');
+    // the other way round; its 422 is the answer to anything else. A /watch/ path without
+    // ?watch= is validated as a list, for which sendInitialEvents is forbidden.
+    if (sendInitial === null || match !== 'NotOlderThan' || !queryBool(query.get('watch'))) return forward('invalid');
     if (!queryBool(sendInitial)) return forward('watch-initial-state');
     initial = rv === undefined ? 'consistent' : rv === 0 ? 'any' : 'notOlderThan';
     initialEventsEnd = allowBookmarks;
   } else if (rv === undefined || rv === 0) {
-    if (state.watchList) {
+    // The apiserver defaults to a watch-list only a watch asked for with ?watch= (its
+    // SetListOptionsDefaults reads ListOptions.Watch): a /watch/ path without it is the legacy watch.
+    if (state.watchList && queryBool(query.get('watch'))) {
       // Defaulted to a consistent watch-list (rv unset) or one from any state (rv 0).
       initial = rv === undefined ? 'consistent' : 'any';
       initialEventsEnd = allowBookmarks;
@@ -417,7 +440,8 @@ export function decideWatch(r: ReadRequest, state: CacheState): WatchDecision {
   // Empty is no number either: the apiserver's 400.
   if (t !== null) {
     if (!/^\d{1,9}$/.test(t)) return forward('invalid');
-    timeoutSeconds = Number(t);
+    // 0 asks for no timeout: the apiserver then picks its own (30 to 60 min), as for none.
+    timeoutSeconds = Number(t) || undefined;
   }
   return {
     source: 'cache',

@@ -6,7 +6,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { Agent, type Dispatcher } from 'undici';
+import { Agent, request, type Dispatcher } from 'undici';
 import { loadEnv, stopApiserver, startApiserver, type TestEnv } from '../env/testenv.ts';
 import { startLevee, type LeveeProcess } from '../support/levee.ts';
 import { agentFor, get, send, suffix } from '../support/http.ts';
@@ -378,4 +378,43 @@ test('answers from the cache follow the apiserver\'s authorization, down to sing
   const anon = await get(`${levee.url.origin}/api/v1/namespaces/${ns}/configmaps?resourceVersion=0`, agent);
   assert.equal(anon.status, 401);
   assert.deepEqual(JSON.parse(anon.body), { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'Unauthorized', reason: 'Unauthorized', code: 401 });
+});
+
+test('a request deadline the apiserver cannot read is its 400, before credentials are looked at', async () => {
+  const ns = namespaces[0];
+  const cases: Array<[token: string | undefined, path: string]> = [
+    [undefined, `/api/v1/namespaces/${ns}/configmaps?resourceVersion=0&timeout=abc`],
+    [env.tokens.admin, `/api/v1/namespaces/${ns}/configmaps?resourceVersion=0&timeout=1e3s`],
+    [env.tokens.bob, `/api/v1/namespaces/${ns}/configmaps/cm-1?resourceVersion=0&timeout=+1s`],
+    ['not-a-token', `/api/v1/pods?resourceVersion=0&timeout=1`],
+  ];
+  for (const [token, path] of cases) {
+    const [a, b] = await Promise.all([get(env.server + path, agent, token), get(levee.url.origin + path, agent, token)]);
+    assert.equal(a.status, 400, `${path}: ${a.body}`);
+    assert.equal(b.status, a.status, path);
+    assert.equal(b.body, a.body, path);
+  }
+  // Written as the apiserver writes its errors for the client: YAML, protobuf, indented, or
+  // (nothing acceptable) indented JSON.
+  const path = `/api/v1/namespaces/${ns}/configmaps?timeout=a%3Cb`;
+  for (const headers of [{ accept: 'application/yaml' }, { accept: 'application/vnd.kubernetes.protobuf' }, { accept: 'text/html' }, { 'user-agent': 'curl/8.5.0' }, { accept: 'application/json;as=Table;v=v1;g=meta.k8s.io, application/yaml' }]) {
+    const ask = async (origin: string) => {
+      const res = await request(origin + path, { dispatcher: agent, headers: { authorization: `Bearer ${env.tokens.admin}`, ...headers } });
+      return { status: res.statusCode, type: res.headers['content-type'], body: Buffer.from(await res.body.arrayBuffer()).toString('base64') };
+    };
+    const [a, b] = await Promise.all([ask(env.server), ask(levee.url.origin)]);
+    assert.deepEqual(b, a, JSON.stringify(headers));
+  }
+});
+
+test('a path is read as the apiserver reads it, escapes decoded: names it refuses, subresources behind %2F', async () => {
+  const ns = namespaces[0];
+  for (const token of [env.tokens.admin, env.tokens.bob]) {
+    for (const name of ['cm-1%2Fx', '%2e%2e', 'cm%2D1', 'a%25b']) {
+      const path = `/api/v1/namespaces/${ns}/configmaps/${name}?resourceVersion=0`;
+      const [a, b] = await Promise.all([get(env.server + path, agent, token), get(levee.url.origin + path, agent, token)]);
+      assert.equal(b.status, a.status, path);
+      assert.equal(b.body, a.body, path);
+    }
+  }
 });

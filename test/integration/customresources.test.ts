@@ -525,3 +525,19 @@ test('a new preferred version of a CRD is cached instead of the old one, with it
   assert.equal(await sourceOf(b4.id), 'upstream');
   assert.equal(await metric('levee_read_forwarded_total', 'reason="version"'), byVersion + 1);
 });
+
+test('a refusal from the cache is written as the apiserver\'s filters write it, whatever the resource serves', async () => {
+  // bob may not list widgets. The apiserver refuses in its authorization filter, which negotiates
+  // the error with every serializer it has: protobuf first here, though widgets are served in
+  // JSON only; and indented JSON when nothing acceptable is asked for.
+  for (const accept of ['application/vnd.kubernetes.protobuf, application/json', 'application/json', 'application/json;as=Table;v=v1;g=meta.k8s.io']) {
+    const path = `/apis/${G}/v1/namespaces/${nsA}/widgets?resourceVersion=0`;
+    const ask = async (origin: string) => {
+      const res = await request(origin + path, { dispatcher: agent, headers: { authorization: `Bearer ${env.tokens.bob}`, accept } });
+      return { status: res.statusCode, type: res.headers['content-type'], body: Buffer.from(await res.body.arrayBuffer()).toString('base64') };
+    };
+    const [a, b] = await Promise.all([ask(env.server), ask(levee.url.origin)]);
+    assert.equal(a.status, 403, accept);
+    assert.deepEqual(b, a, accept);
+  }
+});

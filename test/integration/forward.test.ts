@@ -174,3 +174,15 @@ test('an unreachable upstream is a 503 Status, not a dropped connection', async 
     await dead.stop();
   }
 });
+
+test('a path the apiserver cannot make a request of is its plain-text 500, word for word', async () => {
+  for (const path of ['/apis/pod-1/widgets/proxy?timeoutSeconds=1', '/api/v1/watch', '/apis/g/v1/proxy?a=%3Cb%3E&c=d']) {
+    const ask = async (origin: string) => {
+      const res = await request(origin + path, { dispatcher: agent, headers: { authorization: `Bearer ${env.tokens.admin}` } });
+      return { status: res.statusCode, type: res.headers['content-type'], body: await res.body.text() };
+    };
+    const [a, b] = await Promise.all([ask(env.server), ask(levee.url.origin)]);
+    assert.equal(a.status, 500, `${path}: ${a.body}`);
+    assert.deepEqual(b, a, path);
+  }
+});

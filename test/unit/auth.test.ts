@@ -60,6 +60,25 @@ test('impersonation headers become the checks of the apiserver\'s impersonation 
   assert.throws(() => impersonationChecks(['Impersonate-Group', 'g']), ImpersonationError);
 });
 
+test('impersonating without a user name is refused with the apiserver\'s words for what was asked', () => {
+  const refusal = (headers: string[]): string => {
+    try {
+      impersonationChecks(headers);
+    } catch (err) {
+      if (err instanceof ImpersonationError) return err.message;
+    }
+    return 'no refusal';
+  };
+  assert.equal(
+    refusal(['Impersonate-Group', 'system:masters']),
+    'requested &user.DefaultInfo{Name:"", UID:"", Groups:[]string{"system:masters"}, Extra:map[string][]string(nil)} without impersonating a user name',
+  );
+  assert.equal(
+    refusal(['Impersonate-User', '', 'Impersonate-Uid', 'u"1', 'Impersonate-Extra-Scopes', 'view', 'impersonate-extra-%41cme', 'b', 'Impersonate-Extra-Scopes', 'edit', 'Impersonate-Group', 'a', 'Impersonate-Group', 'b']),
+    'requested &user.DefaultInfo{Name:"", UID:"u\\"1", Groups:[]string{"a", "b"}, Extra:map[string][]string{"Acme":[]string{"b"}, "scopes":[]string{"view", "edit"}}} without impersonating a user name',
+  );
+});
+
 test('impersonating a certificate\'s user names it, its groups and extras, but not system:authenticated', () => {
   assert.deepEqual(
     impersonationHeaders({ username: 'alice', uid: 'u1', groups: ['dev', 'system:authenticated'], extra: { 'acme.com/team': ['a'] } }),

@@ -18,3 +18,32 @@ test('tokens Levee cannot serve are refused, so the apiserver answers them', () 
   assert.equal(decodeContinue(enc({ v: 'meta.k8s.io/v1', rv: 5, start: 'a' })), undefined);
   assert.equal(decodeContinue(Buffer.from('not json').toString('base64url')), undefined);
 });
+
+test('tokens the apiserver refuses, or reads otherwise than Levee would, are left to it', () => {
+  const valid = encodeContinue(12, '/cm-3');
+  const enc = (text: string) => Buffer.from(text).toString('base64url');
+  assert.deepEqual(decodeContinue(valid), { resourceVersion: 12, start: '/cm-3\u0000' });
+  // RawURLEncoding: padding is an illegal character, and 4n+1 characters are no encoding at all
+  // (Node would decode both, dropping what does not fit).
+  assert.equal(decodeContinue(`${valid}=`), undefined);
+  const whole = encodeContinue(12, '/cm-300');
+  assert.equal(Buffer.from(`${whole}A`, 'base64url').equals(Buffer.from(whole, 'base64url')), true);
+  assert.equal(decodeContinue(`${whole}A`), undefined);
+  // A start key path.Clean would change: "continue key is not valid: /a/../b".
+  for (const start of ['/a/../b', '/../x', '//cm-1', '/cm-1/', '/./cm-1', '/cm-1/.']) {
+    assert.equal(decodeContinue(enc(JSON.stringify({ v: 'meta.k8s.io/v1', rv: 12, start }))), undefined, start);
+  }
+  assert.deepEqual(decodeContinue(enc('{"v":"meta.k8s.io/v1","rv":12,"start":"/"}')), { resourceVersion: 12, start: '/' });
+  // 12.0 is no int64 to encoding/json; fields in another order, another case, or with spaces are
+  // the apiserver's to read.
+  for (const text of [
+    '{"v":"meta.k8s.io/v1","rv":12.0,"start":"/cm-3\\u0000"}',
+    '{"v":"meta.k8s.io/v1","rv":1.2e1,"start":"/cm-3\\u0000"}',
+    '{"rv":12,"v":"meta.k8s.io/v1","start":"/cm-3\\u0000"}',
+    '{"V":"meta.k8s.io/v1","rv":12,"start":"/cm-3\\u0000"}',
+    '{"v": "meta.k8s.io/v1","rv":12,"start":"/cm-3\\u0000"}',
+    '{"v":"meta.k8s.io/v1","rv":12,"start":"/cm-3\\u0000","x":1}',
+  ]) {
+    assert.equal(decodeContinue(enc(text)), undefined, text);
+  }
+});

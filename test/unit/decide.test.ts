@@ -54,6 +54,15 @@ const cases: Array<[string, string, Parameters<typeof decide>[1]?]> = [
   ['/api/v1/namespaces/a/pods', 'upstream:consistent-read', { state: { ...CACHED, consistentReads: 'forward' } }],
   ['/api/v1/namespaces/a/pods/p', 'upstream:consistent-read', { state: { ...CACHED, consistentReads: 'forward' } }],
   ['/api/v1/namespaces/a/pods?resourceVersion=abc', 'upstream:invalid'],
+  // go-restful's 406 before any negotiation: no clause names a type the route produces.
+  ['/api/v1/namespaces/a/pods?resourceVersion=0', 'upstream:media-type', { accept: 'application/*' }],
+  ['/api/v1/namespaces/a/pods?resourceVersion=0', 'cache:any', { accept: 'application/*, application/json;q=0.1' }],
+  // A name the apiserver refuses in a path ("Name parameter invalid"), decoded as it decodes it.
+  ['/api/v1/namespaces/a/pods/%2e%2e?resourceVersion=0', 'upstream:invalid'],
+  ['/api/v1/namespaces/a/pods/a%25b?resourceVersion=0', 'upstream:invalid'],
+  ['/api/v1/namespaces/a/pods/a%zz?resourceVersion=0', 'upstream:invalid'],
+  ['/api/v1/namespaces/a/pods/p%2Fstatus?resourceVersion=0', 'upstream:not-a-read'],
+  ['/api/v1/namespaces/a/pods/%70?resourceVersion=0', 'cache:any'],
   ['/api/v1/namespaces/a/pods?resourceVersion=0&limit=x', 'upstream:invalid'],
   // The apiserver parses limit and timeoutSeconds as int64 (strconv.ParseInt): anything else,
   // empty included, is its 400.
@@ -141,11 +150,24 @@ test('watches: from a resourceVersion in the cache, the rest upstream', () => {
   assert.equal(w('/api/v1/namespaces/a/pods?watch=true&resourceVersion=0&allowWatchBookmarks=true', { ...CACHED, watchList: true }), 'cache:any+end');
   assert.equal(w('/api/v1/namespaces/a/pods?watch=true&allowWatchBookmarks=true', { ...CACHED, watchList: true }), 'cache:consistent+end');
   assert.equal(w('/api/v1/namespaces/a/pods?watch=true&allowWatchBookmarks=true'), 'cache:any');
+  // A /watch/ path is defaulted only with ?watch= as well: without, the legacy watch, no end bookmark.
+  assert.equal(w('/api/v1/watch/namespaces/a/pods?allowWatchBookmarks=true', { ...CACHED, watchList: true }), 'cache:any');
+  assert.equal(w('/api/v1/watch/namespaces/a/pods?resourceVersion=0&allowWatchBookmarks=true', { ...CACHED, watchList: true }), 'cache:any');
+  assert.equal(w('/api/v1/watch/namespaces/a/pods?watch=1&allowWatchBookmarks=true', { ...CACHED, watchList: true }), 'cache:consistent+end');
+  // ... and its options are validated as a list's: sendInitialEvents is the apiserver's 422.
+  assert.equal(w('/api/v1/watch/namespaces/a/pods?sendInitialEvents=true&resourceVersionMatch=NotOlderThan'), 'upstream:invalid');
+  assert.equal(w('/api/v1/watch/namespaces/a/pods?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true'), 'cache:consistent+end');
+  // "f" allows bookmarks: apimachinery reads only "0" and "false" as false.
+  assert.equal(w('/api/v1/namespaces/a/pods?watch=true&allowWatchBookmarks=f', { ...CACHED, watchList: true }), 'cache:consistent+end');
+  assert.equal(w('/api/v1/namespaces/a/pods?watch=true&allowWatchBookmarks=False', { ...CACHED, watchList: true }), 'cache:consistent');
   assert.equal(w('/api/v1/namespaces/a/pods?watch=true&resourceVersion=12&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true'), 'cache:notOlderThan+end');
   assert.equal(w('/api/v1/namespaces/a/pods?watch=true&sendInitialEvents=true&allowWatchBookmarks=true'), 'upstream:invalid');
   assert.equal(w('/api/v1/namespaces/a/pods?watch=true&resourceVersionMatch=NotOlderThan'), 'upstream:invalid');
   assert.equal(w('/api/v1/namespaces/a/pods?watch=true&sendInitialEvents=false&resourceVersionMatch=NotOlderThan'), 'upstream:watch-initial-state');
   assert.equal(w('/api/v1/namespaces/a/pods?watch=true&resourceVersion=12&timeoutSeconds=x'), 'upstream:invalid');
+  // timeoutSeconds=0 is no deadline at all (the apiserver's own, 30 to 60 min), not one now.
+  const zero = decideWatch({ info: parseRequestInfo('GET', '/api/v1/namespaces/a/pods?watch=true&timeoutSeconds=0'), query: new URLSearchParams('watch=true&timeoutSeconds=0'), accept: undefined, userAgent: undefined, impersonating: false }, CACHED);
+  assert.equal(zero.source === 'cache' && zero.plan.timeoutSeconds, undefined);
   assert.equal(w('/api/v1/namespaces/a/pods?watch=true&resourceVersion=12&timeoutSeconds='), 'upstream:invalid');
   assert.equal(w('/api/v1/pods?watch=true&resourceVersion=12', NODE_LOCAL), 'upstream:outside-selection');
   assert.equal(w('/api/v1/pods?watch=true&resourceVersion=12&fieldSelector=spec.nodeName%3Dn1', NODE_LOCAL), 'cache:12');

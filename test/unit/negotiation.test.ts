@@ -2,7 +2,7 @@
 // goautoneg): the clause it picks, and the representation the cache would write for it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { negotiateMediaType, parseAccept, representationFor } from '../../src/api/negotiation.ts';
+import { negotiateMediaType, parseAccept, representationFor, routeAccepts } from '../../src/api/negotiation.ts';
 
 const BUILTIN = { customResource: false };
 const CRD = { customResource: true };
@@ -90,4 +90,13 @@ test('errors of a conversion are written in the first clause that asks for none'
   assert.equal(includeObjectOf(new URLSearchParams('includeObject=Object')), 'Object');
   assert.equal(includeObjectOf(new URLSearchParams('')), 'Metadata');
   assert.equal(includeObjectOf(new URLSearchParams('includeObject=object')), undefined);
+});
+
+test('a built-in resource\'s route accepts only a type it produces, named exactly, or */*', () => {
+  for (const accept of [undefined, '', 'application/json', '*/*', ' application/yaml ;q=0', 'text/html, application/vnd.kubernetes.protobuf;as=Table', 'application/json;q=0']) {
+    assert.equal(routeAccepts(accept), true, accept);
+  }
+  for (const accept of ['application/*', 'APPLICATION/JSON', 'text/html', 'application/jsonx;stream=watch', '*/json', 'application/cbor']) {
+    assert.equal(routeAccepts(accept), false, accept);
+  }
 });

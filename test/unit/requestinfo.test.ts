@@ -25,6 +25,10 @@ const cases: Array<[method: string, url: string, want: Want]> = [
   ['GET', '/api/v1/pods?watch=false', ['list', 'api', '', 'v1', '', 'pods', '', '', ['pods']]],
   ['GET', '/api/v1/pods?watch=0', ['list', 'api', '', 'v1', '', 'pods', '', '', ['pods']]],
   ['GET', '/api/v1/pods?watch=1', ['watch', 'api', '', 'v1', '', 'pods', '', '', ['pods']]],
+  // apimachinery reads only "0" and "false" (any case) as false: "f" and "" watch.
+  ['GET', '/api/v1/pods?watch=f', ['watch', 'api', '', 'v1', '', 'pods', '', '', ['pods']]],
+  ['GET', '/api/v1/pods?watch=', ['watch', 'api', '', 'v1', '', 'pods', '', '', ['pods']]],
+  ['GET', '/api/v1/pods?watch=FALSE', ['list', 'api', '', 'v1', '', 'pods', '', '', ['pods']]],
   ['GET', '/api/v1/watch/namespaces/other/pods', ['watch', 'api', '', 'v1', 'other', 'pods', '', '', ['pods']]],
   // subresources
   ['GET', '/api/v1/namespaces/other/pods/foo/proxy', ['get', 'api', '', 'v1', 'other', 'pods', 'proxy', 'foo', ['pods', 'foo', 'proxy']]],
@@ -40,6 +44,13 @@ const cases: Array<[method: string, url: string, want: Want]> = [
   // api group identification
   ['POST', '/apis/extensions/v1/namespaces/other/pods', ['create', 'apis', 'extensions', 'v1', 'other', 'pods', '', '', ['pods']]],
   ['GET', '/apis/apps/v1/deployments', ['list', 'apis', 'apps', 'v1', '', 'deployments', '', '', ['deployments']]],
+  // the path as Go unescapes it: an escaped slash separates, an escaped dot is a dot
+  ['GET', '/api/v1/namespaces/other/pods/foo%2Fbar', ['get', 'api', '', 'v1', 'other', 'pods', 'bar', 'foo', ['pods', 'foo', 'bar']]],
+  ['GET', '/api/v1/namespaces/other/pods/%2e%2e', ['get', 'api', '', 'v1', 'other', 'pods', '', '..', ['pods', '..']]],
+  ['GET', '/api/v1/namespaces/ot%68er/p%6Fds', ['list', 'api', '', 'v1', 'other', 'pods', '', '', ['pods']]],
+  // a malformed escape, or bytes that are no UTF-8, leave the path as sent
+  ['GET', '/api/v1/namespaces/other/pods/a%zz', ['get', 'api', '', 'v1', 'other', 'pods', '', 'a%zz', ['pods', 'a%zz']]],
+  ['GET', '/api/v1/namespaces/other/pods/a%ff', ['get', 'api', '', 'v1', 'other', 'pods', '', 'a%ff', ['pods', 'a%ff']]],
   // a field selector that pins metadata.name names the object
   ['GET', '/api/v1/namespaces/other/pods?fieldSelector=metadata.name%3Dfoo', ['list', 'api', '', 'v1', 'other', 'pods', '', 'foo', ['pods']]],
   ['GET', '/api/v1/namespaces/other/pods?fieldSelector=metadata.name%3D%3Dfoo,spec.nodeName%3Dn', ['list', 'api', '', 'v1', 'other', 'pods', '', 'foo', ['pods']]],

@@ -1,0 +1,20 @@
+// The query as the apiserver reads it (Go's url.ParseQuery), not as URLSearchParams does.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { goQuery } from '../../src/api/query.ts';
+import { parseRequestInfo } from '../../src/api/requestinfo.ts';
+
+test('a pair holding a semicolon or a malformed escape is dropped, the rest kept', () => {
+  const pairs = (raw: string) => [...goQuery(raw)];
+  assert.deepEqual(pairs('watch=1;x=y&limit=2'), [['limit', '2']]);
+  assert.deepEqual(pairs('a=%zz&a=1&b=%4'), [['a', '1']]);
+  assert.deepEqual(pairs('labelSelector=app+in+(a%2Cb)&&x&=y'), [['labelSelector', 'app in (a,b)'], ['x', ''], ['', 'y']]);
+  assert.deepEqual(pairs('k=%C3%A9&v=%ff'), [['k', 'é'], ['v', '\ufffd']]);
+});
+
+test('a watch parameter the apiserver drops makes no watch', () => {
+  assert.equal(parseRequestInfo('GET', '/api/v1/pods?watch=1;x=y').verb, 'list');
+  assert.equal(parseRequestInfo('GET', '/api/v1/pods?watch=%zz').verb, 'list');
+  assert.equal(parseRequestInfo('GET', '/api/v1/pods?watch=%zz&watch=1').verb, 'watch');
+  assert.equal(parseRequestInfo('GET', '/api/v1/pods?fieldSelector=metadata.name%3Dp;').name, '');
+});
