@@ -42,6 +42,11 @@ const INTERNAL_ANNOTATIONS: ReadonlyMap<string, Internal> = new Map<string, Inte
   ['autoscaling/v2 HorizontalPodAutoscaler', (k) => HPA.has(k)],
 ]);
 
+/** Whether the kind's metadata as the apiserver converts it differs from the stored object's. */
+export function movesAnnotations(info: ResourceInfo): boolean {
+  return info.listKind === undefined && INTERNAL_ANNOTATIONS.has(`${apiVersionOf(info)} ${info.kind}`);
+}
+
 const METADATA_FIRST = Buffer.from('{"metadata":');
 const cached = new WeakMap<CachedObject, Buffer>();
 

@@ -8,6 +8,7 @@ import type { CachedObject } from '../store/object.ts';
 import { encodeMessage, parseObject, Unrepresentable } from '../represent/protobuf/encode.ts';
 import { listMetaField, metadataMessage, objectFromJson, objectMessage, PROTOBUF_WATCH, statusBytes, varint, watchFrame, wrap } from '../represent/protobuf/objects.ts';
 import { messageOfKind, OBJECT_META } from '../represent/protobuf/schema.ts';
+import { metadataOfJson } from '../represent/metadata.ts';
 import { eventObject, type WatchEncoding } from './encode.ts';
 
 type Form = { kind: 'object' } | { kind: 'metadata'; version: 'v1' | 'v1beta1' };
@@ -32,8 +33,8 @@ function encoding(form: Form): WatchEncoding {
       delete json.kind;
       delete json.apiVersion;
       if (form.kind === 'object') return objectFromJson(info, json);
-      const meta = json.metadata;
-      if (meta === null || typeof meta !== 'object' || Array.isArray(meta)) return undefined;
+      // As the apiserver converts it: a few kinds move annotations into fields (represent/metadata.ts).
+      const meta = parseObject(metadataOfJson(info, Buffer.concat(parts), info.listKind === undefined));
       const m = Buffer.from(encodeMessage(OBJECT_META, meta));
       return wrap(`meta.k8s.io/${form.version}`, 'PartialObjectMetadata', Buffer.concat([Buffer.from([0x0a]), varint(m.length), m]));
     } catch (e) {

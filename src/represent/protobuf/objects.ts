@@ -11,6 +11,7 @@ import type { Status } from '../../api/types.ts';
 import type { CachedObject } from '../../store/object.ts';
 import { encodeMessage, parseObject, Unrepresentable } from './encode.ts';
 import { LIST_META, messageOfKind, OBJECT_META, STATUS } from './schema.ts';
+import { metadataOf, movesAnnotations } from '../metadata.ts';
 
 export const PROTOBUF = 'application/vnd.kubernetes.protobuf';
 export const PROTOBUF_WATCH = 'application/vnd.kubernetes.protobuf;stream=watch';
@@ -46,12 +47,14 @@ export function objectMessage(info: ResourceInfo, o: CachedObject): Buffer | und
 export function metadataMessage(info: ResourceInfo, o: CachedObject): Buffer | undefined {
   let m = metadataMessages.get(o);
   if (m === undefined) {
-    const whole = info.listKind === undefined ? objectMessage(info, o) : undefined;
+    // A kind whose conversion moves annotations into fields (DaemonSets, some Deployments, HPAs)
+    // has metadata of its own: the apiserver's, as represent/metadata.ts writes it in JSON.
+    const whole = info.listKind === undefined && !movesAnnotations(info) ? objectMessage(info, o) : undefined;
     if (whole) {
       m = whole.subarray(0, firstFieldLength(whole));
     } else {
       m = attempt(() => {
-        const metadata = parseObject(o.item).metadata;
+        const metadata = movesAnnotations(info) ? parseObject(metadataOf(info, o)) : parseObject(o.item).metadata;
         if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata)) throw new Unrepresentable('no metadata');
         const w = new BinaryWriter();
         w.tag(1, WireType.LengthDelimited).bytes(encodeMessage(OBJECT_META, metadata));
