@@ -129,6 +129,11 @@ function allowsTransform(media: MediaType, target: TransformTarget | undefined, 
   return target.kind === 'PartialObjectMetadata' || target.kind === 'PartialObjectMetadataList';
 }
 
+// NegotiateMediaTypeOptions' match of a clause to a serializer: exact, `type/*`, or `*/*`.
+function clauseMatches(clause: AcceptClause, m: (typeof MEDIA_TYPES)[number]): boolean {
+  return (clause.type === m.type && (clause.subType === m.subType || clause.subType === '*')) || (clause.type === '*' && clause.subType === '*');
+}
+
 /**
  * negotiation.NegotiateMediaTypeOptions for a resource endpoint: the first Accept clause, in
  * goautoneg's order, that names a serializer the endpoint has and whose parameters it allows. An
@@ -141,9 +146,7 @@ export function negotiateMediaType(accept: string | undefined, endpoint: Endpoin
   if (!clauses) return undefined;
   for (const clause of clauses) {
     for (const m of MEDIA_TYPES) {
-      const matches =
-        (clause.type === m.type && (clause.subType === m.subType || clause.subType === '*')) || (clause.type === '*' && clause.subType === '*');
-      if (!matches) continue;
+      if (!clauseMatches(clause, m)) continue;
       const options = acceptOptions(clause.params, m, endpoint);
       if (!options) continue;
       // A watch takes the first acceptable clause; if its serializer cannot stream, the answer is 406.
@@ -223,9 +226,7 @@ export function statusMediaFor(accept: string | undefined): StatusMedia | undefi
   if (!clauses) return undefined;
   for (const clause of clauses) {
     for (const m of MEDIA_TYPES) {
-      const matches =
-        (clause.type === m.type && (clause.subType === m.subType || clause.subType === '*')) || (clause.type === '*' && clause.subType === '*');
-      if (!matches) continue;
+      if (!clauseMatches(clause, m)) continue;
       const options = acceptOptions(clause.params, m, { customResource: false });
       // DefaultEndpointRestrictions: no conversion at all.
       if (!options || options.target !== undefined) continue;

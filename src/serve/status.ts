@@ -4,26 +4,22 @@
 // asks for none would, or indented JSON when no clause does (responsewriters.ErrorNegotiated,
 // WriteRawJSON).
 import type { Representation, StatusMedia } from '../api/negotiation.ts';
+import type { StatusEncoding } from '../api/status.ts';
 import type { Status } from '../api/types.ts';
 import type { DownstreamResponse } from '../http/downstream.ts';
 import { writeStatus } from '../http/respond.ts';
-import { PROTOBUF, statusBytes } from '../represent/protobuf/objects.ts';
 
 function statusMedia(rep: Representation): StatusMedia {
   if (rep.as === 'object') return rep.media;
   return rep.status ?? (rep.as === 'Table' ? 'json' : rep.media);
 }
 
+const ENCODINGS: Record<StatusMedia, StatusEncoding | undefined> = {
+  json: undefined,
+  protobuf: { media: 'protobuf', pretty: false },
+  'indented-json': { media: 'json', pretty: true },
+};
+
 export function writeStatusAs(res: DownstreamResponse, status: Status, rep: Representation): void {
-  const media = statusMedia(rep);
-  if (media === 'json' || res.headersSent) {
-    writeStatus(res, status);
-    return;
-  }
-  const body = media === 'protobuf' ? statusBytes(status) : Buffer.from(JSON.stringify(status, null, 2));
-  const headers: Record<string, string> = { 'content-type': media === 'protobuf' ? PROTOBUF : 'application/json', 'content-length': String(body.length), 'cache-control': 'no-cache, private' };
-  const retry = status.details?.retryAfterSeconds;
-  if (retry) headers['retry-after'] = String(retry);
-  res.writeHead(status.code, headers);
-  res.end(body);
+  writeStatus(res, status, ENCODINGS[statusMedia(rep)]);
 }

@@ -2,14 +2,15 @@
 // kubelet, controllers) or its PartialObjectMetadata (the metadata client: garbage collector,
 // controller-runtime's metadata informers). Frames are made once per event and representation.
 import { apiVersionOf, type ResourceInfo } from '../api/resource.ts';
+import { encodeStatusAs } from '../api/status.ts';
 import type { Status } from '../api/types.ts';
 import type { StoreEvent } from '../store/events.ts';
 import type { CachedObject } from '../store/object.ts';
 import { encodeMessage, parseObject, Unrepresentable } from '../represent/protobuf/encode.ts';
-import { listMetaField, metadataMessage, objectFromJson, objectMessage, PROTOBUF_WATCH, statusBytes, varint, watchFrame, wrap } from '../represent/protobuf/objects.ts';
+import { fieldHead, listMetaField, metadataMessage, objectFromJson, objectMessage, PROTOBUF_WATCH, watchFrame, wrap } from '../represent/protobuf/objects.ts';
 import { messageOfKind, OBJECT_META } from '../represent/protobuf/schema.ts';
 import { metadataOfJson } from '../represent/metadata.ts';
-import { eventObject, type WatchEncoding } from './encode.ts';
+import { eventObject, type WatchEncoding, type WatchEventType } from './encode.ts';
 
 type Form = { kind: 'object' } | { kind: 'metadata'; version: 'v1' | 'v1beta1' };
 
@@ -17,6 +18,15 @@ const frames = new WeakMap<StoreEvent, Map<string, Buffer | null>>();
 
 function encoding(form: Form): WatchEncoding {
   const key = form.kind === 'object' ? 'object' : `metadata/${form.version}`;
+  // Each event's frames are kept by form and type; the keys are made once, not per watcher.
+  const keys: Record<WatchEventType, string> = { ADDED: `${key} ADDED`, MODIFIED: `${key} MODIFIED`, DELETED: `${key} DELETED` };
+  // The metadata forms' apiVersion (meta.k8s.io/v1 or v1beta1).
+  const metaApiVersion = `meta.k8s.io/${form.kind === 'metadata' ? form.version : 'v1'}`;
+  // PartialObjectMetadata{metadata: ObjectMeta}, enveloped, from ObjectMeta's JSON.
+  const partial = (meta: Parameters<typeof encodeMessage>[1]): Buffer => {
+    const m = encodeMessage(OBJECT_META, meta);
+    return wrap(metaApiVersion, 'PartialObjectMetadata', Buffer.concat([fieldHead(1, m.length), m]));
+  };
   // The envelope of one stored object in this form.
   const envelopeOf = (info: ResourceInfo, o: CachedObject): Buffer | undefined => {
     if (form.kind === 'object') {
@@ -24,7 +34,7 @@ function encoding(form: Form): WatchEncoding {
       return m && wrap(apiVersionOf(info), info.kind, m);
     }
     const m = metadataMessage(info, o);
-    return m && wrap(`meta.k8s.io/${form.version}`, 'PartialObjectMetadata', m);
+    return m && wrap(metaApiVersion, 'PartialObjectMetadata', m);
   };
   // The same, from JSON bytes Levee changed (a DELETED at another resourceVersion).
   const envelopeOfJson = (info: ResourceInfo, parts: Buffer[]): Buffer | undefined => {
@@ -34,9 +44,7 @@ function encoding(form: Form): WatchEncoding {
       delete json.apiVersion;
       if (form.kind === 'object') return objectFromJson(info, json);
       // As the apiserver converts it: a few kinds move annotations into fields (represent/metadata.ts).
-      const meta = parseObject(metadataOfJson(info, Buffer.concat(parts), info.listKind === undefined));
-      const m = Buffer.from(encodeMessage(OBJECT_META, meta));
-      return wrap(`meta.k8s.io/${form.version}`, 'PartialObjectMetadata', Buffer.concat([Buffer.from([0x0a]), varint(m.length), m]));
+      return partial(parseObject(metadataOfJson(info, Buffer.concat(parts), info.listKind === undefined)));
     } catch (e) {
       if (e instanceof Unrepresentable) return undefined;
       throw e;
@@ -46,8 +54,7 @@ function encoding(form: Form): WatchEncoding {
   // apiserver writes it for the watch's own form.
   const bookmarkObject = (info: ResourceInfo, metadata: Record<string, unknown>): Buffer => {
     if (form.kind === 'object') return objectFromJson(info, { metadata });
-    const m = Buffer.from(encodeMessage(OBJECT_META, metadata as Parameters<typeof encodeMessage>[1]));
-    return wrap(`meta.k8s.io/${form.version}`, 'PartialObjectMetadata', Buffer.concat([Buffer.from([0x0a]), varint(m.length), m]));
+    return partial(metadata as Parameters<typeof encodeMessage>[1]);
   };
   const lastBookmark = new WeakMap<ResourceInfo, { resourceVersion: number; frame: Buffer }>();
   return {
@@ -58,7 +65,7 @@ function encoding(form: Form): WatchEncoding {
         byKey = new Map();
         frames.set(event, byKey);
       }
-      const k = `${key} ${type}`;
+      const k = keys[type];
       let frame = byKey.get(k);
       if (frame === undefined) {
         const { object, parts } = eventObject(info, event, type);
@@ -82,7 +89,7 @@ function encoding(form: Form): WatchEncoding {
     initialEventsEnd(info, resourceVersion) {
       // With the list blueprint client-go 1.32 and 1.33 expect, as in JSON (watch/encode.ts): an
       // empty list in the watch's own encoding, base64-encoded.
-      const list = form.kind === 'object' ? { apiVersion: apiVersionOf(info), kind: `${info.kind}List` } : { apiVersion: `meta.k8s.io/${form.version}`, kind: 'PartialObjectMetadataList' };
+      const list = form.kind === 'object' ? { apiVersion: apiVersionOf(info), kind: `${info.kind}List` } : { apiVersion: metaApiVersion, kind: 'PartialObjectMetadataList' };
       const blueprint = wrap(list.apiVersion, list.kind, listMetaField({ resourceVersion: '' })).toString('base64');
       return watchFrame(
         'BOOKMARK',
@@ -93,7 +100,7 @@ function encoding(form: Form): WatchEncoding {
       );
     },
     error(status: Status) {
-      return watchFrame('ERROR', statusBytes(status));
+      return watchFrame('ERROR', encodeStatusAs(status, { media: 'protobuf', pretty: false }).body);
     },
   };
 }

@@ -4,6 +4,8 @@
 // values included), a pointer only when set, map entries sorted by key, an inline struct nested.
 // JSON the schema does not describe is refused rather than guessed: the apiserver answers instead.
 import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
+import { parseGoDuration } from '../../api/deadline.ts';
+import { goString } from '../gojson.ts';
 import { fieldsOf, type Field, type ValueType } from './schema.ts';
 
 /** Thrown for JSON the schema cannot write exactly; the request goes to the apiserver. */
@@ -215,17 +217,11 @@ function timestamp(s: string, micro: boolean): [bigint, number] {
   return [seconds, nanos];
 }
 
-const DURATION_UNITS: Record<string, number> = { ns: 1, us: 1e3, µs: 1e3, μs: 1e3, ms: 1e6, s: 1e9, m: 60e9, h: 3600e9 };
-
 /** time.ParseDuration, as metav1.Duration's JSON holds it, in nanoseconds. */
 export function goDuration(s: string): bigint {
-  if (s === '0') return 0n;
-  const m = /^([-+]?)((?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+$/.exec(s);
-  if (!m) throw new Unrepresentable(`not a duration: ${s}`);
-  let total = 0;
-  for (const part of s.slice(m[1]!.length).matchAll(/(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/g)) total += Number(part[1]) * DURATION_UNITS[part[2]!]!;
-  const ns = BigInt(Math.round(total));
-  return m[1] === '-' ? -ns : ns;
+  const d = parseGoDuration(Buffer.from(s));
+  if ('error' in d) throw new Unrepresentable(d.error);
+  return d.ns;
 }
 
 /**
@@ -247,8 +243,4 @@ export function goJson(v: Json): string {
   if (typeof v === 'string') return goString(v);
   if (typeof v === 'number' && !Number.isInteger(v)) throw new Unrepresentable('a raw float');
   return JSON.stringify(v);
-}
-
-function goString(s: string): string {
-  return JSON.stringify(s).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }

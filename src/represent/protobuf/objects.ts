@@ -7,10 +7,9 @@
 // kept as long as that object is the one stored (docs/design.md, "Representations").
 import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
 import { apiVersionOf, type ResourceInfo } from '../../api/resource.ts';
-import type { Status } from '../../api/types.ts';
 import type { CachedObject } from '../../store/object.ts';
 import { encodeMessage, parseObject, Unrepresentable } from './encode.ts';
-import { LIST_META, messageOfKind, OBJECT_META, STATUS } from './schema.ts';
+import { LIST_META, messageOfKind, OBJECT_META } from './schema.ts';
 import { metadataOf, movesAnnotations } from '../metadata.ts';
 
 export const PROTOBUF = 'application/vnd.kubernetes.protobuf';
@@ -89,10 +88,6 @@ function firstFieldLength(m: Buffer): number {
   return i + length;
 }
 
-function varint(n: number): Buffer {
-  return Buffer.from(new BinaryWriter().uint32(n).finish());
-}
-
 /** A field's tag and length, before its bytes. */
 export function fieldHead(num: number, length: number): Buffer {
   return Buffer.from(new BinaryWriter().tag(num, WireType.LengthDelimited).uint32(length).finish());
@@ -141,16 +136,9 @@ export function watchFrame(type: string, object: Buffer): Buffer {
   return Buffer.concat([prefix, typeField, fieldHead(2, raw.length), raw]);
 }
 
-/** A Status, as the apiserver writes errors to a client that negotiated protobuf. */
-export function statusBytes(status: Status): Buffer {
-  return wrap('v1', 'Status', Buffer.from(encodeMessage(STATUS, JSON.parse(JSON.stringify(status)) as Parameters<typeof encodeMessage>[1])));
-}
-
 /** A message made from JSON Levee writes itself (bookmarks), wrapped as a GET would answer it. */
 export function objectFromJson(info: ResourceInfo, json: Record<string, unknown>): Buffer {
   const message = messageOfKind(apiVersionOf(info), info.kind);
   if (!message) throw new Unrepresentable(`no protobuf layout for ${info.kind}`);
   return wrap(apiVersionOf(info), info.kind, Buffer.from(encodeMessage(message, json as Parameters<typeof encodeMessage>[1])));
 }
-
-export { varint };

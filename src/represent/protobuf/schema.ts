@@ -57,4 +57,3 @@ export function fieldsOf(message: string): readonly Field[] | undefined {
 
 export const OBJECT_META = 'k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta';
 export const LIST_META = 'k8s.io/apimachinery/pkg/apis/meta/v1.ListMeta';
-export const STATUS = 'k8s.io/apimachinery/pkg/apis/meta/v1.Status';
