@@ -14,6 +14,7 @@ import { startLevee, type LeveeProcess } from '../support/levee.ts';
 import { agentFor, get, send, suffix } from '../support/http.ts';
 import { createNamespace } from '../support/cluster.ts';
 import { waitFor } from '../support/wait.ts';
+import { leveeCounters, sum } from '../support/counters.ts';
 
 const PROTOBUF = 'application/vnd.kubernetes.protobuf';
 const METADATA_LIST = `${PROTOBUF};as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json`;
@@ -76,16 +77,10 @@ function pathOf(resource: string, namespace?: string): string {
   return namespace ? `${prefix}/namespaces/${namespace}/${name}` : `${prefix}/${name}`;
 }
 
-async function metrics(): Promise<string> {
-  return (await get(`${levee.url.origin}/metrics`, agent)).body;
-}
 
-function sum(text: string, pattern: RegExp): number {
-  return [...text.matchAll(pattern)].reduce((n, m) => n + Number(m[1]), 0);
-}
 
-const fromCache = async (): Promise<number> => sum(await metrics(), /^levee_request_total\{[^}]*source="cache"[^}]*\} (\d+)$/gm);
-const forwardedForMedia = async (): Promise<number> => sum(await metrics(), /^levee_read_forwarded_total\{[^}]*reason="(?:media-type|representation)"[^}]*\} (\d+)$/gm);
+
+const { metrics, fromCache, forwardedForMedia } = leveeCounters(() => levee.url.origin, () => agent);
 
 before(async () => {
   env = loadEnv();

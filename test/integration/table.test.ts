@@ -15,6 +15,8 @@ import { createNamespace, NO_SCHEDULER } from '../support/cluster.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { createCustomStates, createStates, pathOf, type States } from '../support/states.ts';
 import { persistentDifference, waitFor } from '../support/wait.ts';
+import { leveeCounters } from '../support/counters.ts';
+import { watchLines as readWatchLines } from '../support/watchstream.ts';
 
 const TABLE = 'application/json;as=Table;v=v1;g=meta.k8s.io';
 const TABLE_V1BETA1 = 'application/json;as=Table;v=v1beta1;g=meta.k8s.io';
@@ -45,18 +47,10 @@ async function fetchText(url: string, accept: string): Promise<Answer> {
 const SINCE = /"(\d+ \()?\d+[smhdy](\d+[smhd])?( ago\))?"/g;
 const timeless = (s: string): string => s.replace(SINCE, '"<since>"');
 
-async function metrics(): Promise<string> {
-  return (await get(`${levee.url.origin}/metrics`, agent)).body;
-}
 
-function sum(text: string, pattern: RegExp): number {
-  return [...text.matchAll(pattern)].reduce((n, m) => n + Number(m[1]), 0);
-}
 
-const fromCache = async (): Promise<number> => sum(await metrics(), /^levee_request_total\{[^}]*source="cache"[^}]*\} (\d+)$/gm);
-const forwardedForMedia = async (): Promise<number> => sum(await metrics(), /^levee_read_forwarded_total\{[^}]*reason="(?:media-type|representation)"[^}]*\} (\d+)$/gm);
-const forwardedAll = async (): Promise<number> => sum(await metrics(), /^levee_read_forwarded_total\{[^}]*\} (\d+)$/gm);
-const forwardedLines = async (): Promise<string> => (await metrics()).split('\n').filter((l) => l.startsWith('levee_read_forwarded_total')).join('; ');
+
+const { fromCache, forwardedForMedia, forwardedAll, forwardedLines } = leveeCounters(() => levee.url.origin, () => agent);
 
 before(async () => {
   env = loadEnv();
@@ -263,32 +257,7 @@ test('an empty Table, an unknown object, a refused client and a refused includeO
   assert.match(await forwardedLines(), /reason="invalid"/);
 });
 
-/** Reads a JSON watch's lines until `done` says so or the time is up. */
-async function watchLines(url: string, accept: string, done: (lines: string[]) => boolean, ms = 20_000): Promise<string[]> {
-  const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(), ms);
-  const r = await request(url, { dispatcher: agent, headers: { authorization: `Bearer ${env.tokens.admin}`, accept }, signal: controller.signal });
-  assert.equal(r.statusCode, 200);
-  const lines: string[] = [];
-  let pending = '';
-  try {
-    for await (const chunk of r.body) {
-      pending += (chunk as Buffer).toString();
-      let nl: number;
-      while ((nl = pending.indexOf('\n')) !== -1) {
-        lines.push(pending.slice(0, nl));
-        pending = pending.slice(nl + 1);
-      }
-      if (done(lines)) break;
-    }
-  } catch (e) {
-    if (!controller.signal.aborted) throw e;
-  } finally {
-    clearTimeout(timer);
-    controller.abort();
-  }
-  return lines;
-}
+const watchLines = (url: string, accept: string, done: (lines: string[]) => boolean, ms?: number): Promise<string[]> => readWatchLines(url, agent, env.tokens.admin, accept, done, ms);
 
 const typeOf = (line: string): string => (JSON.parse(line) as { type: string }).type;
 const notBookmarks = (lines: string[]): string[] => lines.filter((l) => typeOf(l) !== 'BOOKMARK');
