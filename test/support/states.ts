@@ -580,6 +580,11 @@ export async function createCustomStates(env: TestEnv, agent: Dispatcher, ns: st
   };
   const gadget = (name: string, spec: string, status: string, metadata: Json = {}): string =>
     `{"apiVersion":"${group}/v1","kind":"Gadget","metadata":${JSON.stringify({ name, ...metadata })},"spec":${spec},"status":${status}}`;
+  // The owner 'odd' names exists: the garbage collector of a cluster with its control plane deletes
+  // an object whose owner does not.
+  const owner = await send('POST', `${env.server}/api/v1/namespaces/${ns}/configmaps`, agent, token, { metadata: { name: 'owner' } });
+  assert.equal(owner.status, 201, owner.body);
+  const ownerUid = (JSON.parse(owner.body) as { metadata: { uid: string } }).metadata.uid;
   // Written as text: numbers keep the form given (1e21, 3.0, digits beyond 2^53).
   await post(
     `${base}/gadgets`,
@@ -593,7 +598,7 @@ export async function createCustomStates(env: TestEnv, agent: Dispatcher, ns: st
   await post(
     `${base}/gadgets`,
     gadget('odd', '{"replicas":1e21,"ratio":1000000,"enabled":"yes","mode":12.5,"config":3.0,"list":[true],"items":[{"name":"p","weight":1},{"name":"q","weight":2.5}]}', '{"lastSeen":"not a time"}', {
-      ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'owner', uid: '00000000-0000-0000-0000-000000000001', controller: true, blockOwnerDeletion: false }],
+      ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'owner', uid: ownerUid, controller: true, blockOwnerDeletion: false }],
     }),
   );
   await post(`${base}/gadgets`, gadget('big', '{"replicas":-3.7,"ratio":123456789012345678,"enabled":false,"mode":true,"config":[],"list":[],"items":[]}', '{"lastSeen":"","conditions":[]}'));
