@@ -25,8 +25,6 @@
 // The generated cluster stays in the test environment for the next run unless --cleanup is given;
 // other users of a shared environment pay for 50,000 pods too (every Levee they start caches them).
 import { readFileSync, mkdirSync, writeFileSync } from 'node:fs';
-import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo, Socket } from 'node:net';
 import { cpus, totalmem } from 'node:os';
 import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -35,6 +33,8 @@ import { Agent, request } from 'undici';
 import { quietEnv } from './lib/env.ts';
 import { startLevee, type LeveeProcess } from '../test/support/levee.ts';
 import { agentFor } from '../test/support/http.ts';
+import { allCpus, pinProcess, pinSelf, splitCpus } from '../test/support/cpus.ts';
+import { startReplay } from './lib/replay.ts';
 import { must, scannedGet, timedGet, type Scanned, type Timing } from './lib/client.ts';
 import { etcdSize } from './lib/etcd.ts';
 import { ensureCluster, random, removeCluster, type ClusterSize } from './lib/pods.ts';
@@ -56,6 +56,9 @@ const { values: flags } = parseArgs({
     'generate-only': { type: 'boolean', default: false },
     cleanup: { type: 'boolean', default: false },
     render: { type: 'boolean', default: false },
+    // The client on half the CPUs, the servers measured (Levee, the replay server, the apiserver
+    // and etcd while timed) on the other half, so the client's own CPU does not decide.
+    pin: { type: 'boolean', default: true },
   },
 });
 
@@ -87,6 +90,8 @@ const FULL_REPS = Number(flags['full-reps']);
 
 const log = (line: string): void => console.error(`bench:list: ${line}`);
 const env = await quietEnv();
+const pinning = flags.pin ? splitCpus() : undefined;
+if (pinning) pinSelf(pinning.client);
 const token = env.tokens.admin;
 const agent: Agent = agentFor(env.caFile);
 // Generation gets its own pool: dozens of connections, closed before anything is timed.
@@ -148,10 +153,10 @@ async function settledMemory(levee: LeveeProcess): Promise<Memory> {
  */
 async function startWithCache(cache: string): Promise<{ levee: LeveeProcess; cacheFlag: boolean }> {
   try {
-    return { levee: await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra: ['--cache', cache] }), cacheFlag: true };
+    return { levee: await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra: ['--cache', cache], cpus: pinning?.server }), cacheFlag: true };
   } catch (err) {
     if (!/cache/.test(String(err))) throw err;
-    return { levee: await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing }), cacheFlag: false };
+    return { levee: await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, cpus: pinning?.server }), cacheFlag: false };
   }
 }
 
@@ -351,21 +356,30 @@ function pick<K extends keyof Scanned>(a: Record<TargetKey, Scanned>, k: K): Rec
 
 // ---------------------------------------------------------------- timing
 
-// The replay server: Levee's serving certificate, HTTP/1.1 as the client speaks it, and for each
-// path the bytes Levee answered, sent with one write. Nothing is looked up, authorized or encoded.
-const replayBodies = new Map<string, Buffer>();
-const replayServer = createHttpsServer({ cert: readFileSync(env.leveeServing.cert), key: readFileSync(env.leveeServing.key) }, (req, res) => {
-  const body = replayBodies.get(req.url ?? '');
-  if (!body) {
-    res.writeHead(404).end();
-    return;
+// The replay server (bench/lib/replay.ts): its own process, Levee's serving certificate, HTTP/1.1
+// as the client speaks it, and for each path the bytes Levee answered, sent with one write.
+// Nothing is looked up, authorized or encoded.
+const replay = await startReplay(env.leveeServing, pinning?.server);
+const replayOrigin = replay.origin;
+const replayed = new Set<string>();
+
+// While timed, the apiserver and etcd run on the server's CPUs too: every server measured gets the
+// same cores. They are given the whole machine back afterwards (and if this run is interrupted).
+const upstreamPids = pinning ? testenvPids() : [];
+const unpinUpstream = (): void => {
+  for (const pid of upstreamPids) {
+    try {
+      pinProcess(pid, allCpus());
+    } catch {
+      // gone
+    }
   }
-  res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(body.length) });
-  res.end(body);
-});
-replayServer.on('connection', (socket: Socket) => socket.setNoDelay(true));
-await new Promise<void>((ok) => replayServer.listen(0, '127.0.0.1', ok));
-const replayOrigin = `https://127.0.0.1:${(replayServer.address() as AddressInfo).port}`;
+};
+if (pinning) {
+  for (const pid of upstreamPids) pinProcess(pid, pinning.server);
+  process.once('exit', unpinUpstream);
+  log(`pinned: client on CPU ${pinning.client}; Levee, the replay server, the apiserver and etcd on CPU ${pinning.server}`);
+}
 
 /** The path and query Levee is asked for `q`; the replay server answers the same. */
 const leveePath = (q: Query): string => url(targets.find((t) => t.key === 'leveeRv0')!, q.path).slice(levee.url.origin.length);
@@ -382,16 +396,19 @@ const before = await leveeMetrics(levee);
 const results: Result[] = [];
 for (const s of scenarios) {
   const samples: Record<TargetKey, Timing[]> = { apiserverRv0: [], apiserverConsistent: [], leveeRv0: [] };
-  const replayed: Timing[] = [];
+  const replayedTimings: Timing[] = [];
   const started = performance.now();
   // The queries are drawn first (in the order the rounds would draw them), so that the replay
   // server holds Levee's answer to each before any is timed.
   const queries = Array.from({ length: s.warmup + s.reps }, () => s.pick());
   if (s.replay) {
-    replayBodies.clear();
+    await replay.clear();
+    replayed.clear();
     for (const q of queries) {
       const path = leveePath(q);
-      if (!replayBodies.has(path)) replayBodies.set(path, await survive(s.name, () => bodyOf(levee.url.origin + path)));
+      if (replayed.has(path)) continue;
+      await replay.store(path, await survive(s.name, () => bodyOf(levee.url.origin + path)));
+      replayed.add(path);
     }
   }
   for (let i = 0; i < s.warmup + s.reps; i++) {
@@ -411,7 +428,7 @@ for (const s of scenarios) {
       }
       return got;
     });
-    if (i >= s.warmup) for (const [key, r] of round) (key === 'replay' ? replayed : samples[key]).push(r);
+    if (i >= s.warmup) for (const [key, r] of round) (key === 'replay' ? replayedTimings : samples[key]).push(r);
   }
   const per = Object.fromEntries(
     targets.map((t) => {
@@ -427,14 +444,14 @@ for (const s of scenarios) {
     ratioP50: { apiserverRv0: per.apiserverRv0.p50Ms / per.leveeRv0.p50Ms, apiserverConsistent: per.apiserverConsistent.p50Ms / per.leveeRv0.p50Ms },
   };
   if (s.replay) {
-    const sum = summarize(replayed.map((x) => x.ms));
-    r.replay = { ...sum, ceilingP50: per.apiserverRv0.p50Ms / sum.p50Ms };
+    const sum = summarize(replayedTimings.map((x) => x.ms));
+    r.replay = { ...sum, ceilingP50: per.apiserverRv0.p50Ms / sum.p50Ms, leveeOverReplayP50: per.leveeRv0.p50Ms / sum.p50Ms };
   }
   results.push(r);
   log(`${s.name}: p50 ${targets.map((t) => `${t.name} ${ms(per[t.key].p50Ms)}`).join(', ')}${r.replay ? `, replay ${ms(r.replay.p50Ms)}` : ''} ms (${((performance.now() - started) / 1000).toFixed(0)} s)`);
 }
-replayBodies.clear();
-replayServer.close();
+await replay.stop();
+unpinUpstream();
 const after = await leveeMetrics(levee);
 const answered = (source: string): number =>
   (metric(after, 'levee_request_total', { source }) ?? 0) - (metric(before, 'levee_request_total', { source }) ?? 0);
@@ -449,6 +466,12 @@ const rssAfter = levee.rss();
 await levee.stop();
 
 // ---------------------------------------------------------------- environment
+
+/** The test environment's etcd and kube-apiserver. */
+function testenvPids(): number[] {
+  const state = JSON.parse(readFileSync(resolve(import.meta.dirname, '../.testenv/state.json'), 'utf8')) as { apiserver: { pid: number }; etcd: { pid: number } };
+  return [state.apiserver.pid, state.etcd.pid];
+}
 
 function apiserverRss(): number | null {
   try {
@@ -471,6 +494,7 @@ const report: ListReport = {
     apiserverRssBytes: apiserverRss(),
     etcd: await etcdSize(env.etcd),
     client: 'undici, one keep-alive connection per server, TLS, HTTP/1.1, JSON, uncompressed, one request at a time',
+    pinning: pinning ?? null,
   },
   cluster: {
     id: cluster.id,

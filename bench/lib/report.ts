@@ -32,7 +32,7 @@ export interface Result {
    * rounds: what the machine's TLS and the client cost with no work at all behind them. The
    * apiserver's p50 over this one is the largest speed-up any server could show here.
    */
-  replay?: (Summary & { ceilingP50: number }) | undefined;
+  replay?: (Summary & { ceilingP50: number; leveeOverReplayP50?: number }) | undefined;
 }
 
 export interface Memory {
@@ -72,6 +72,8 @@ export interface ListReport {
     apiserverRssBytes: number | null;
     etcd: EtcdSize;
     client: string;
+    /** CPUs of the client and of the servers measured (taskset), when pinned. */
+    pinning?: { client: string; server: string } | null;
   };
   cluster: {
     id: string;
@@ -133,13 +135,17 @@ function replayTable(r: ListReport): string {
   const rows = r.results.filter((x) => x.replay);
   if (rows.length === 0) return '';
   return [
-    'The ceiling on this machine: a bare Node TLS server (same certificate, same client) replaying Levee\'s own answer to each',
-    'query, in the same rounds. Its p50 is what TLS and the client cost with nothing behind them; the apiserver\'s p50 over it is',
-    'the largest speed-up any server could show here.',
+    'The ceiling on this machine: a bare Node TLS server in its own process (same certificate, same client, same CPUs as the',
+    'servers measured) replaying Levee\'s own answer to each query, in the same rounds. Its p50 is what TLS, the kernel and the',
+    'client cost with nothing behind them; the apiserver\'s p50 over it is the largest speed-up any server could show here, and',
+    'Levee\'s over it is what Levee\'s own work adds.',
     '',
-    '| scenario | replay p50 / p99 ms | Levee rv=0 p50 ms | apiserver rv=0 ÷ replay (ceiling) | rv=0 ÷ Levee |',
-    '|---|---:|---:|---:|---:|',
-    ...rows.map((x) => `| ${x.scenario} | ${ms(x.replay!.p50Ms)} / ${ms(x.replay!.p99Ms)} | ${ms(x.targets.leveeRv0.p50Ms)} | ${x.replay!.ceilingP50.toFixed(2)}× | ${x.ratioP50.apiserverRv0.toFixed(2)}× |`),
+    '| scenario | replay p50 / p99 ms | Levee rv=0 p50 ms | Levee ÷ replay | apiserver rv=0 ÷ replay (ceiling) | rv=0 ÷ Levee |',
+    '|---|---:|---:|---:|---:|---:|',
+    ...rows.map(
+      (x) =>
+        `| ${x.scenario} | ${ms(x.replay!.p50Ms)} / ${ms(x.replay!.p99Ms)} | ${ms(x.targets.leveeRv0.p50Ms)} | ${(x.targets.leveeRv0.p50Ms / x.replay!.p50Ms).toFixed(2)}× | ${x.replay!.ceilingP50.toFixed(2)}× | ${x.ratioP50.apiserverRv0.toFixed(2)}× |`,
+    ),
     '',
     '',
   ].join('\n');
@@ -183,7 +189,7 @@ ${r.date}. ${c.pods.toLocaleString('en')} pods on ${c.nodes.toLocaleString('en')
 ${mb(c.podBytes)} MB of pod JSON (${(c.podBytesPerItem / 1024).toFixed(1)} KiB per pod)${c.reused ? '' : `, generated in ${c.generationSeconds.toFixed(0)} s`};
 etcd ${mb(c.etcdAfterGeneration.dbBytes)} MB on disk (${mb(c.etcdAfterGeneration.dbInUseBytes)} MB in use) after generation.
 Kubernetes ${e.apiserver} (apiserver RSS ${mb(e.apiserverRssBytes)} MB at the end), Node ${e.node}, ${e.cpus} CPUs (${e.cpuModel});
-client, etcd, apiserver and Levee share them.
+${e.pinning ? `The client ran on CPU ${e.pinning.client}; Levee, the replay server, the apiserver and etcd on CPU ${e.pinning.server} while timed (taskset).` : 'Client, etcd, apiserver and Levee share them.'}
 Levee: ${r.levee.mode}, ready after ${r.levee.readySeconds.toFixed(1)} s. During measurement it answered ${r.levee.answersDuringMeasurement.cache}
 requests from its cache and ${r.levee.answersDuringMeasurement.upstream} from upstream.
 

@@ -4,7 +4,7 @@
 // are then made one by one as the client takes them, never the whole answer at once.
 import type { Representation } from '../api/negotiation.ts';
 import type { CachedResource } from '../cache/cache.ts';
-import { drained, type DownstreamResponse } from '../http/downstream.ts';
+import { drained, WRITE_CHUNK, type DownstreamResponse } from '../http/downstream.ts';
 import { metadataListEnvelope, metadataOf, partialObjectMetadata } from '../represent/metadata.ts';
 import { encodeListMeta, printedRow, rowBytes, tableEnvelope, type TableForm } from '../represent/table/encode.ts';
 import type { CachedObject } from '../store/object.ts';
@@ -17,7 +17,6 @@ export interface ListState {
   remainingItemCount: number | undefined;
 }
 
-const WRITE_CHUNK = 64 * 1024;
 const COMMA = Buffer.from(',');
 const NEWLINE = Buffer.from('\n');
 

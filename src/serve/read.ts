@@ -9,7 +9,7 @@ import type { Snapshot } from '../store/store.ts';
 import { encodeContinue } from './continuetoken.ts';
 import type { ReadPlan } from './decide.ts';
 import { CONSISTENCY_HEADER, prove, type ConsistentReadObserver, type Stale } from './freshness.ts';
-import { drained, type DownstreamResponse } from '../http/downstream.ts';
+import { drained, WRITE_CHUNK, type DownstreamResponse } from '../http/downstream.ts';
 import { writeStatusAs } from './status.ts';
 import { envelope as protobufEnvelope, fieldHead, listMetaField, metadataMessage, objectMessage, PROTOBUF, wrap } from '../represent/protobuf/objects.ts';
 import type { Representation } from '../api/negotiation.ts';
@@ -18,9 +18,6 @@ import { metadataOfObject, tableOfObject, writeMetadataList, writeTableList } fr
 /** Answered (its status code and body bytes), or the reason the apiserver must answer instead. */
 export type ServeResult = { code: number; bytes: number } | { forward: Stale | 'snapshot-expired' | 'outside-selection' | 'representation' };
 
-// Writes are gathered into chunks of about this size: one write per item would cost a syscall and
-// a frame per object, one write per list would hold the whole list.
-const WRITE_CHUNK = 64 * 1024;
 
 function headers(requestId: string | undefined, rep: Representation): Record<string, string> {
   const h: Record<string, string> = { 'content-type': rep.as !== 'Table' && rep.media === 'protobuf' ? PROTOBUF : 'application/json', 'cache-control': 'no-cache, private' };

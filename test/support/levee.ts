@@ -5,6 +5,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { NODE_FLAGS } from '../../src/nodeflags.ts';
+import { pinned } from './cpus.ts';
 
 const CLI = resolve(import.meta.dirname, '../../src/cli.ts');
 
@@ -29,6 +30,8 @@ export interface LeveeArgs {
   extra?: string[];
   /** Node flags besides Levee's own (src/nodeflags.ts). */
   nodeFlags?: string[];
+  /** Runs Levee on these CPUs only (taskset), as a benchmark pins the server under test. */
+  cpus?: string;
 }
 
 export async function startLevee(args: LeveeArgs): Promise<LeveeProcess> {
@@ -37,7 +40,8 @@ export async function startLevee(args: LeveeArgs): Promise<LeveeProcess> {
   if (args.tls) argv.push('--tls-cert-file', args.tls.cert, '--tls-private-key-file', args.tls.key);
   if (args.auth) argv.push('--auth', args.auth);
   argv.push(...(args.extra ?? []));
-  const child: ChildProcess = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const [cmd, cmdArgs] = pinned(args.cpus, process.execPath, argv);
+  const child: ChildProcess = spawn(cmd, cmdArgs, { stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolveExit) =>
     child.once('exit', (code, signal) => resolveExit({ code, signal })),
   );
