@@ -35,6 +35,7 @@ import { startLevee, type LeveeProcess } from '../test/support/levee.ts';
 import { agentFor } from '../test/support/http.ts';
 import { allCpus, pinProcess, pinSelf, splitCpus } from '../test/support/cpus.ts';
 import { startReplay } from './lib/replay.ts';
+import { testenvPids } from './lib/watchproc.ts';
 import { must, scannedGet, timedGet, type Scanned, type Timing } from './lib/client.ts';
 import { etcdSize } from './lib/etcd.ts';
 import { ensureCluster, random, removeCluster, type ClusterSize } from './lib/pods.ts';
@@ -365,7 +366,7 @@ const replayed = new Set<string>();
 
 // While timed, the apiserver and etcd run on the server's CPUs too: every server measured gets the
 // same cores. They are given the whole machine back afterwards (and if this run is interrupted).
-const upstreamPids = pinning ? testenvPids() : [];
+const upstreamPids = pinning ? Object.values(testenvPids()).filter((p) => p !== null) : [];
 const unpinUpstream = (): void => {
   for (const pid of upstreamPids) {
     try {
@@ -466,12 +467,6 @@ const rssAfter = levee.rss();
 await levee.stop();
 
 // ---------------------------------------------------------------- environment
-
-/** The test environment's etcd and kube-apiserver. */
-function testenvPids(): number[] {
-  const state = JSON.parse(readFileSync(resolve(import.meta.dirname, '../.testenv/state.json'), 'utf8')) as { apiserver: { pid: number }; etcd: { pid: number } };
-  return [state.apiserver.pid, state.etcd.pid];
-}
 
 function apiserverRss(): number | null {
   try {
