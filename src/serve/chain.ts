@@ -203,18 +203,25 @@ export function createHandlers(deps: ChainDeps): Handlers {
       // Whatever happened, requests waiting on this one must not wait forever.
       flight?.settle(undefined);
       cancelled?.dispose();
-      // A suspended async frame keeps every local it held until the watch ends, hours later, in
-      // each of thousands of watches; a closure keeps only the record.
-      if (watching) {
-        const { done, recheck } = watching;
-        const ended = (code: number): void => {
-          if (recheck) deps.watchReauthorizer?.remove(recheck);
-          metrics.longRunning.dec(labelsOf(r, 'cache'));
-          finish(r, code || res.statusCode);
-        };
-        done.then(ended, () => ended(500));
-      } else finish(r, r.code || res.statusCode);
+      if (watching) whenWatchEnds(r, res, watching);
+      else finish(r, r.code || res.statusCode);
     }
+  };
+
+  /**
+   * Finishes a cache watch when it ends, hours later. Not a closure inside `request`: that one would
+   * share the request's context, which holds the request itself (`refuse` names it), and keep its
+   * headers alive for as long as the watch, in each of thousands of watches. This one holds the
+   * record and the response.
+   */
+  const whenWatchEnds = (r: Record, res: DownstreamResponse, watching: CachedWatch): void => {
+    const { done, recheck } = watching;
+    const ended = (code: number): void => {
+      if (recheck) deps.watchReauthorizer?.remove(recheck);
+      metrics.longRunning.dec(labelsOf(r, 'cache'));
+      finish(r, code || res.statusCode);
+    };
+    done.then(ended, () => ended(500));
   };
 
   /** The request's metrics and its log line; its seats given back. */
