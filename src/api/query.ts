@@ -16,9 +16,22 @@ export function goQueryPairs(rawQuery: string): Array<[Buffer, Buffer]> {
   return out;
 }
 
+// A query of printable ASCII with nothing to unescape and no ";" reads the same as text as it does
+// as bytes: most queries (every one client-go sends without a selector), read on each request.
+const PLAIN_QUERY = /^[!-$&-*,-:<-~]*$/;
+
 /** The pairs url.ParseQuery keeps, as text (bytes that are no UTF-8 read as U+FFFD). */
 export function goQuery(rawQuery: string): URLSearchParams {
   const q = new URLSearchParams();
+  if (PLAIN_QUERY.test(rawQuery)) {
+    for (const pair of rawQuery.split('&')) {
+      if (pair === '') continue;
+      const eq = pair.indexOf('=');
+      if (eq === -1) q.append(pair, '');
+      else q.append(pair.slice(0, eq), pair.slice(eq + 1));
+    }
+    return q;
+  }
   for (const [k, v] of goQueryPairs(rawQuery)) q.append(k.toString('utf8'), v.toString('utf8'));
   return q;
 }
@@ -28,22 +41,30 @@ export function goQueryFirst(rawQuery: string, key: string): Buffer | undefined 
   return goQueryPairs(rawQuery).find(([k]) => k.toString('latin1') === key)?.[1];
 }
 
-const HEX = /^[0-9A-Fa-f]{2}$/;
+/** A hex digit's value, or -1. */
+function hexValue(c: number): number {
+  if (c >= 0x30 && c <= 0x39) return c - 0x30;
+  if (c >= 0x41 && c <= 0x46) return c - 0x37;
+  if (c >= 0x61 && c <= 0x66) return c - 0x57;
+  return -1;
+}
 
-// QueryUnescape: %XX is a byte, "+" a space; a "%" without two hex digits is an error.
+// QueryUnescape: %XX is a byte, "+" a space; a "%" without two hex digits is an error. The result
+// is never longer than the input, so it is written in place into the input's bytes.
 function unescapeQuery(s: string): Buffer | undefined {
   const raw = Buffer.from(s, 'latin1');
-  const out: number[] = [];
+  let n = 0;
   for (let i = 0; i < raw.length; i++) {
     const c = raw[i]!;
     if (c === 0x25) {
-      const hex = raw.subarray(i + 1, i + 3).toString('latin1');
-      if (!HEX.test(hex)) return undefined;
-      out.push(parseInt(hex, 16));
+      const hi = i + 2 < raw.length ? hexValue(raw[i + 1]!) : -1;
+      const lo = hi === -1 ? -1 : hexValue(raw[i + 2]!);
+      if (lo === -1) return undefined;
+      raw[n++] = hi * 16 + lo;
       i += 2;
-    } else out.push(c === 0x2b ? 0x20 : c);
+    } else raw[n++] = c === 0x2b ? 0x20 : c;
   }
-  return Buffer.from(out);
+  return raw.subarray(0, n);
 }
 
 /** The query part of a request target, as sent. */
