@@ -134,7 +134,14 @@ function h2get(session: ClientHttp2Session, path: string, tok: string): Promise<
 function h2watch(session: ClientHttp2Session, path: string, tok: string, fleet: Fleet): Promise<{ status: number; retryAfter: number }> {
   return new Promise((resolvePromise, reject) => {
     const s = session.request({ ':path': path, authorization: `Bearer ${tok}`, accept: 'application/json' });
+    let answered = false;
+    // A connection the server gave up on (Go's "timeout waiting for SETTINGS frames" from a client
+    // slow to start) closes its streams without an error: a failure to retry, not a wait forever.
+    s.on('close', () => {
+      if (!answered) reject(Object.assign(new Error('stream closed'), { code: 'closed' }));
+    });
     s.on('response', (h) => {
+      answered = true;
       const status = Number(h[constants.HTTP2_HEADER_STATUS]);
       if (status === 200) {
         fleet.streams.push({ close: () => s.close() });
@@ -157,9 +164,13 @@ function h2watchList(session: ClientHttp2Session, path: string, tok: string, fle
     const s = session.request({ ':path': path, authorization: `Bearer ${tok}`, accept: 'application/json' });
     let tail = '';
     let done = false;
+    s.on('close', () => {
+      if (!done) reject(Object.assign(new Error('stream closed before the initial state'), { code: 'closed' }));
+    });
     s.on('response', (h) => {
       const status = Number(h[constants.HTTP2_HEADER_STATUS]);
       if (status !== 200) {
+        done = true;
         s.resume();
         resolvePromise({ status, retryAfter: Number(h['retry-after'] ?? 0) });
         return;
