@@ -24,7 +24,6 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { connect, constants, type ClientHttp2Session } from 'node:http2';
 import { createSecureContext } from 'node:tls';
 import { Agent } from 'undici';
 import { quietEnv } from './lib/env.ts';
@@ -36,6 +35,7 @@ import { ensureCluster, type ClusterSize } from './lib/pods.ts';
 import { cpuSeconds, rssBytes, testenvPids } from './lib/watchproc.ts';
 import { metric, parseMetrics, type Sample } from './lib/prom.ts';
 import { quantile } from './lib/stats.ts';
+import { closeFleet, newFleet, runAgent } from './lib/agent.ts';
 
 const { values } = parseArgs({
   options: { agents: { type: 'string', default: '2000' }, profile: { type: 'string' }, informers: { type: 'string', default: 'watch-list' }, pin: { type: 'boolean', default: true } },
@@ -89,178 +89,6 @@ await pool(K, 32, async (i) => {
   tokens[i] = await tokenFor(AGENTS_NS, `agent-${i}`);
 });
 log(`${K} agent identities ready, over ${layout.nodes.length} nodes`);
-
-// ---------------------------------------------------------------- one agent
-
-interface AgentResult {
-  syncedMs: number;
-  requests: number;
-  throttled: number;
-  errors: Record<string, number>;
-  latenciesMs: number[];
-}
-
-interface Fleet {
-  sessions: ClientHttp2Session[];
-  streams: Array<{ close(): void }>;
-  synced: number;
-}
-
-const LIST_RV = /^\{"kind":"[A-Za-z]+List","apiVersion":"[^"]+","metadata":\{"resourceVersion":"(\d+)"/;
-
-function h2get(session: ClientHttp2Session, path: string, tok: string): Promise<{ status: number; body: string; retryAfter: number }> {
-  return new Promise((resolvePromise, reject) => {
-    const s = session.request({ ':path': path, authorization: `Bearer ${tok}`, accept: 'application/json' });
-    // A stream that never answers is a failure to retry, as client-go's request timeout makes it.
-    const timer = setTimeout(() => s.close(constants.NGHTTP2_CANCEL), 60_000);
-    let status = 0;
-    let retryAfter = 0;
-    const chunks: Buffer[] = [];
-    s.on('response', (h) => {
-      status = Number(h[constants.HTTP2_HEADER_STATUS]);
-      retryAfter = Number(h['retry-after'] ?? 0);
-    });
-    s.on('data', (c: Buffer) => chunks.push(c));
-    s.on('end', () => resolvePromise({ status, body: Buffer.concat(chunks).toString(), retryAfter }));
-    s.on('close', () => {
-      clearTimeout(timer);
-      if (status === 0) reject(Object.assign(new Error('stream closed'), { code: 'closed' }));
-    });
-    s.on('error', reject);
-  });
-}
-
-/** Opens a watch; resolves with its status once the response head arrives. The stream stays open. */
-function h2watch(session: ClientHttp2Session, path: string, tok: string, fleet: Fleet): Promise<{ status: number; retryAfter: number }> {
-  return new Promise((resolvePromise, reject) => {
-    const s = session.request({ ':path': path, authorization: `Bearer ${tok}`, accept: 'application/json' });
-    let answered = false;
-    // A connection the server gave up on (Go's "timeout waiting for SETTINGS frames" from a client
-    // slow to start) closes its streams without an error: a failure to retry, not a wait forever.
-    s.on('close', () => {
-      if (!answered) reject(Object.assign(new Error('stream closed'), { code: 'closed' }));
-    });
-    s.on('response', (h) => {
-      answered = true;
-      const status = Number(h[constants.HTTP2_HEADER_STATUS]);
-      if (status === 200) {
-        fleet.streams.push({ close: () => s.close() });
-        s.on('data', () => undefined);
-      } else {
-        s.resume();
-      }
-      resolvePromise({ status, retryAfter: Number(h['retry-after'] ?? 0) });
-    });
-    s.on('error', reject);
-  });
-}
-
-/**
- * Opens a watch-list; resolves with its status once its initial-events-end bookmark has arrived (or
- * with the status of a refusal). The stream stays open as the watch.
- */
-function h2watchList(session: ClientHttp2Session, path: string, tok: string, fleet: Fleet): Promise<{ status: number; retryAfter: number }> {
-  return new Promise((resolvePromise, reject) => {
-    const s = session.request({ ':path': path, authorization: `Bearer ${tok}`, accept: 'application/json' });
-    let tail = '';
-    let done = false;
-    s.on('close', () => {
-      if (!done) reject(Object.assign(new Error('stream closed before the initial state'), { code: 'closed' }));
-    });
-    s.on('response', (h) => {
-      const status = Number(h[constants.HTTP2_HEADER_STATUS]);
-      if (status !== 200) {
-        done = true;
-        s.resume();
-        resolvePromise({ status, retryAfter: Number(h['retry-after'] ?? 0) });
-        return;
-      }
-      fleet.streams.push({ close: () => s.close() });
-      // Only the end bookmark's annotation matters; the objects are not parsed.
-      s.on('data', (c: Buffer) => {
-        if (done) return;
-        const text = tail + c.toString('latin1');
-        // Kept: enough of the end to find the annotation split across two chunks.
-        tail = text.slice(-64);
-        if (text.includes('"k8s.io/initial-events-end":"true"')) {
-          done = true;
-          resolvePromise({ status: 200, retryAfter: 0 });
-        }
-      });
-      s.on('end', () => {
-        if (!done) reject(Object.assign(new Error('watch-list ended before its initial state'), { code: 'ended' }));
-      });
-    });
-    s.on('error', reject);
-  });
-}
-
-async function runAgent(origin: string, i: number, t0: number, fleet: Fleet): Promise<AgentResult> {
-  const tok = tokens[i]!;
-  const node = nodeOf(i);
-  // One connection per agent, opened again when it breaks (as client-go's transport does).
-  let current: ClientHttp2Session | undefined;
-  const sessionNow = (): ClientHttp2Session => {
-    if (!current || current.destroyed || current.closed) {
-      current = connect(origin, { secureContext });
-      current.on('error', () => undefined);
-      fleet.sessions.push(current);
-    }
-    return current;
-  };
-  const r: AgentResult = { syncedMs: 0, requests: 0, throttled: 0, errors: {}, latenciesMs: [] };
-  // client-go: 429 waits its Retry-After; anything else backs off from 800 ms, doubling to 30 s.
-  const attempt = async <T extends { status: number; retryAfter: number }>(f: () => Promise<T>): Promise<T> => {
-    let backoff = 800;
-    for (;;) {
-      const started = performance.now();
-      r.requests++;
-      let a: T | undefined;
-      try {
-        a = await f();
-      } catch (err) {
-        const code = (err as { code?: string }).code ?? 'error';
-        r.errors[code] = (r.errors[code] ?? 0) + 1;
-      }
-      r.latenciesMs.push(performance.now() - started);
-      if (a?.status === 200) return a;
-      if (a?.status === 429) {
-        r.throttled++;
-        await new Promise((w) => setTimeout(w, Math.max(1, a.retryAfter) * 1000));
-        continue;
-      }
-      if (a) r.errors[String(a.status)] = (r.errors[String(a.status)] ?? 0) + 1;
-      await new Promise((w) => setTimeout(w, backoff * (0.5 + Math.random())));
-      backoff = Math.min(backoff * 2, 30_000);
-    }
-  };
-  const podsPath = `/api/v1/pods?fieldSelector=${encodeURIComponent(`spec.nodeName=${node}`)}`;
-  const nodesPath = `/api/v1/nodes?fieldSelector=${encodeURIComponent(`metadata.name=${node}`)}`;
-  // A List's metadata comes before its items, from the apiserver and from Levee alike: reading the
-  // resourceVersion there, rather than parsing every pod, keeps the agents' own CPU off the cores
-  // that serve them (JSON.parse of the pod lists was a third of it).
-  const rvOf = (body: string): string => {
-    const m = LIST_RV.exec(body.slice(0, 512));
-    if (!m) throw new Error(`no resourceVersion in ${body.slice(0, 200)}`);
-    return m[1]!;
-  };
-  if (WATCH_LIST) {
-    const watchList = (path: string) =>
-      attempt(() => h2watchList(sessionNow(), `${path}&watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=${600 + (i % 60)}`, tok, fleet));
-    await Promise.all([watchList(podsPath), watchList(nodesPath)]);
-  } else {
-    const [pods, nodes] = await Promise.all([
-      attempt(() => h2get(sessionNow(), `${podsPath}&resourceVersion=0`, tok)),
-      attempt(() => h2get(sessionNow(), `${nodesPath}&resourceVersion=0`, tok)),
-    ]);
-    const watch = (path: string, rv: string) =>
-      attempt(() => h2watch(sessionNow(), `${path}&watch=true&allowWatchBookmarks=true&resourceVersion=${rv}&timeoutSeconds=${600 + (i % 60)}`, tok, fleet));
-    await Promise.all([watch(podsPath, rvOf(pods.body)), watch(nodesPath, rvOf(nodes.body))]);
-  }
-  r.syncedMs = performance.now() - t0;
-  fleet.synced++;
-  return r;
-}
 
 // ---------------------------------------------------------------- one phase
 
@@ -318,19 +146,18 @@ async function phase(target: string, origin: string, levee?: LeveeProcess): Prom
     rssPeak = Math.max(rssPeak, rssBytes(pids.apiserver!) ?? 0);
     if (levee) leveePeak = Math.max(leveePeak, levee.rss());
   }, 100);
-  const fleet: Fleet = { sessions: [], streams: [], synced: 0 };
+  const fleet = newFleet();
   const client0 = process.cpuUsage();
   const t0 = performance.now();
   const progress = setInterval(() => log(`${target}: ${fleet.synced}/${K} synced after ${((performance.now() - t0) / 1000).toFixed(0)} s`), 5000);
-  const results = await Promise.all(Array.from({ length: K }, (_, i) => runAgent(origin, i, t0, fleet)));
+  const results = await Promise.all(Array.from({ length: K }, (_, i) => runAgent({ origin, token: tokens[i]!, node: nodeOf(i), watchList: WATCH_LIST, secureContext, index: i }, t0, fleet)));
   const allSynced = performance.now() - t0;
   const client = process.cpuUsage(client0);
   clearInterval(sampler);
   clearInterval(progress);
   const cpu1 = { api: cpuSeconds(pids.apiserver!) ?? 0, etcd: cpuSeconds(pids.etcd!) ?? 0, levee: levee ? cpuSeconds(levee.pid) ?? 0 : 0 };
   const after = requestCounts(await apiserverMetrics());
-  for (const s of fleet.streams) s.close();
-  for (const s of fleet.sessions) s.destroy();
+  closeFleet(fleet);
   const byKind: Record<string, number> = {};
   let upstream = 0;
   for (const [k, v] of after) {

@@ -875,6 +875,16 @@ const KWOK_STAGES = [
   'kustomize/stage/pod/fast/pod-delete.yaml',
 ];
 const KWOK_ROLE = 'kustomize/rbac/role.yaml';
+/**
+ * KWOK's own options, first in its --config file. Its defaults (4 workers each) are sized for small
+ * clusters: with thousands of nodes, 4 lease workers cannot renew every lease each 10 s, and 4 pod
+ * workers take pods to Running at ~25 a second on a busy machine (100,000 pods in over an hour).
+ */
+const KWOK_CONFIGURATION = {
+  apiVersion: 'config.kwok.x-k8s.io/v1alpha1',
+  kind: 'KwokConfiguration',
+  options: { podPlayStageParallelism: 32, nodePlayStageParallelism: 8, nodeLeaseParallelism: 16 },
+};
 
 interface Binaries {
   version: string;
@@ -887,7 +897,7 @@ interface Binaries {
   kubeControllerManager?: string;
   kubeScheduler?: string;
   kwok?: string;
-  /** KWOK_STAGES in one file, for kwok --config. */
+  /** KWOK_CONFIGURATION and KWOK_STAGES in one file, for kwok --config. */
   kwokStages: string;
   /** KWOK's ClusterRole for its controller. */
   kwokRole: string;
@@ -929,7 +939,7 @@ function sourceHash(name: Binary, version: string): string {
   if (pkg.startsWith('./')) walk(pkg);
   for (const f of files.sort()) h.update(`${f}\0`).update(fs.readFileSync(path.join(module, f))).update('\0');
   h.update(JSON.stringify(buildArgs(name, version)));
-  if (name === 'kwok') h.update(JSON.stringify([KWOK_STAGES, KWOK_ROLE]));
+  if (name === 'kwok') h.update(JSON.stringify([KWOK_STAGES, KWOK_ROLE, KWOK_CONFIGURATION]));
   return h.digest('hex');
 }
 
@@ -992,7 +1002,10 @@ async function ensureBinaries(bare: boolean): Promise<Binaries> {
 async function copyKwokFiles(stages: string, role: string): Promise<void> {
   const dir = (await run('go', ['list', '-m', '-f', '{{.Dir}}', 'sigs.k8s.io/kwok'], { cwd: KWOK_MODULE_DIR, env: { ...process.env, GOTOOLCHAIN: 'local' } })).trim();
   const read = (rel: string): string => fs.readFileSync(path.join(dir, rel), 'utf8');
-  fs.writeFileSync(stages, KWOK_STAGES.map((f) => `# ${f} (sigs.k8s.io/kwok)\n${read(f).replace(/^---\n/, '')}`).join('---\n'));
+  fs.writeFileSync(
+    stages,
+    [`# KWOK's options (test/env/testenv.ts)\n${JSON.stringify(KWOK_CONFIGURATION)}\n`, ...KWOK_STAGES.map((f) => `# ${f} (sigs.k8s.io/kwok)\n${read(f).replace(/^---\n/, '')}`)].join('---\n'),
+  );
   fs.writeFileSync(role, read(KWOK_ROLE));
 }
 

@@ -1,0 +1,213 @@
+// A simulated node agent (a DaemonSet pod such as kube-proxy or a CNI agent) starting its
+// informers, as the real HTTP requests a client-go reflector issues, for the pods on its node and
+// its Node. As client-go 1.35+ informers start (watch-list, the default): a consistent watch-list,
+// without resourceVersion, synced at its initial-events-end bookmark, the stream going on as the
+// watch. As older ones (list): LIST with resourceVersion=0, then WATCH from the list's
+// resourceVersion, synced once the watch is open. 429s are retried after their Retry-After, other
+// failures with client-go's backoff; both counted. Used by bench/massrestart.ts and bench/scale.ts.
+import { connect, constants, type ClientHttp2Session } from 'node:http2';
+import type { SecureContext } from 'node:tls';
+
+export interface AgentResult {
+  syncedMs: number;
+  requests: number;
+  throttled: number;
+  errors: Record<string, number>;
+  latenciesMs: number[];
+}
+
+/** What agents opened: closed all at once after a run, or per agent when one is restarted. */
+export interface Fleet {
+  sessions: ClientHttp2Session[];
+  streams: Array<{ close(): void }>;
+  synced: number;
+}
+
+export function newFleet(): Fleet {
+  return { sessions: [], streams: [], synced: 0 };
+}
+
+/** Closes every watch and connection of the fleet (an agent's process ending). */
+export function closeFleet(fleet: Fleet): void {
+  for (const s of fleet.streams) s.close();
+  for (const s of fleet.sessions) s.destroy();
+  fleet.streams.length = 0;
+  fleet.sessions.length = 0;
+}
+
+export interface AgentOptions {
+  origin: string;
+  token: string;
+  node: string;
+  /** Consistent watch-list (client-go 1.35+), else LIST resourceVersion=0 then WATCH. */
+  watchList: boolean;
+  /**
+   * One TLS context for every agent connection: given only `ca`, each connect() would build a
+   * context of its own, parsing the CA again, and the simulated agents would spend their CPU there
+   * rather than on what an agent does. Each connection still makes a full handshake.
+   */
+  secureContext: SecureContext;
+  /** Spreads the watches' timeoutSeconds as client-go does (600 s plus this, modulo 60). */
+  index: number;
+}
+
+const LIST_RV = /^\{"kind":"[A-Za-z]+List","apiVersion":"[^"]+","metadata":\{"resourceVersion":"(\d+)"/;
+
+function h2get(session: ClientHttp2Session, path: string, tok: string): Promise<{ status: number; body: string; retryAfter: number }> {
+  return new Promise((resolvePromise, reject) => {
+    const s = session.request({ ':path': path, authorization: `Bearer ${tok}`, accept: 'application/json' });
+    // A stream that never answers is a failure to retry, as client-go's request timeout makes it.
+    const timer = setTimeout(() => s.close(constants.NGHTTP2_CANCEL), 60_000);
+    let status = 0;
+    let retryAfter = 0;
+    const chunks: Buffer[] = [];
+    s.on('response', (h) => {
+      status = Number(h[constants.HTTP2_HEADER_STATUS]);
+      retryAfter = Number(h['retry-after'] ?? 0);
+    });
+    s.on('data', (c: Buffer) => chunks.push(c));
+    s.on('end', () => resolvePromise({ status, body: Buffer.concat(chunks).toString(), retryAfter }));
+    s.on('close', () => {
+      clearTimeout(timer);
+      if (status === 0) reject(Object.assign(new Error('stream closed'), { code: 'closed' }));
+    });
+    s.on('error', reject);
+  });
+}
+
+/** Opens a watch; resolves with its status once the response head arrives. The stream stays open. */
+function h2watch(session: ClientHttp2Session, path: string, tok: string, fleet: Fleet): Promise<{ status: number; retryAfter: number }> {
+  return new Promise((resolvePromise, reject) => {
+    const s = session.request({ ':path': path, authorization: `Bearer ${tok}`, accept: 'application/json' });
+    let answered = false;
+    // A connection the server gave up on (Go's "timeout waiting for SETTINGS frames" from a client
+    // slow to start) closes its streams without an error: a failure to retry, not a wait forever.
+    s.on('close', () => {
+      if (!answered) reject(Object.assign(new Error('stream closed'), { code: 'closed' }));
+    });
+    s.on('response', (h) => {
+      answered = true;
+      const status = Number(h[constants.HTTP2_HEADER_STATUS]);
+      if (status === 200) {
+        fleet.streams.push({ close: () => s.close() });
+        s.on('data', () => undefined);
+      } else {
+        s.resume();
+      }
+      resolvePromise({ status, retryAfter: Number(h['retry-after'] ?? 0) });
+    });
+    s.on('error', reject);
+  });
+}
+
+/**
+ * Opens a watch-list; resolves with its status once its initial-events-end bookmark has arrived (or
+ * with the status of a refusal). The stream stays open as the watch.
+ */
+function h2watchList(session: ClientHttp2Session, path: string, tok: string, fleet: Fleet): Promise<{ status: number; retryAfter: number }> {
+  return new Promise((resolvePromise, reject) => {
+    const s = session.request({ ':path': path, authorization: `Bearer ${tok}`, accept: 'application/json' });
+    let tail = '';
+    let done = false;
+    s.on('close', () => {
+      if (!done) reject(Object.assign(new Error('stream closed before the initial state'), { code: 'closed' }));
+    });
+    s.on('response', (h) => {
+      const status = Number(h[constants.HTTP2_HEADER_STATUS]);
+      if (status !== 200) {
+        done = true;
+        s.resume();
+        resolvePromise({ status, retryAfter: Number(h['retry-after'] ?? 0) });
+        return;
+      }
+      fleet.streams.push({ close: () => s.close() });
+      // Only the end bookmark's annotation matters; the objects are not parsed.
+      s.on('data', (c: Buffer) => {
+        if (done) return;
+        const text = tail + c.toString('latin1');
+        // Kept: enough of the end to find the annotation split across two chunks.
+        tail = text.slice(-64);
+        if (text.includes('"k8s.io/initial-events-end":"true"')) {
+          done = true;
+          resolvePromise({ status: 200, retryAfter: 0 });
+        }
+      });
+      s.on('end', () => {
+        if (!done) reject(Object.assign(new Error('watch-list ended before its initial state'), { code: 'ended' }));
+      });
+    });
+    s.on('error', reject);
+  });
+}
+
+/**
+ * Starts one agent's informers (pods on its node, its Node); resolves once both are synced, the
+ * watches staying open in `fleet`. `syncedMs` is measured from `t0` (performance.now()).
+ */
+export async function runAgent(o: AgentOptions, t0: number, fleet: Fleet): Promise<AgentResult> {
+  const tok = o.token;
+  const node = o.node;
+  const i = o.index;
+  // One connection per agent, opened again when it breaks (as client-go's transport does).
+  let current: ClientHttp2Session | undefined;
+  const sessionNow = (): ClientHttp2Session => {
+    if (!current || current.destroyed || current.closed) {
+      current = connect(o.origin, { secureContext: o.secureContext });
+      current.on('error', () => undefined);
+      fleet.sessions.push(current);
+    }
+    return current;
+  };
+  const r: AgentResult = { syncedMs: 0, requests: 0, throttled: 0, errors: {}, latenciesMs: [] };
+  // client-go: 429 waits its Retry-After; anything else backs off from 800 ms, doubling to 30 s.
+  const attempt = async <T extends { status: number; retryAfter: number }>(f: () => Promise<T>): Promise<T> => {
+    let backoff = 800;
+    for (;;) {
+      const started = performance.now();
+      r.requests++;
+      let a: T | undefined;
+      try {
+        a = await f();
+      } catch (err) {
+        const code = (err as { code?: string }).code ?? 'error';
+        r.errors[code] = (r.errors[code] ?? 0) + 1;
+      }
+      r.latenciesMs.push(performance.now() - started);
+      if (a?.status === 200) return a;
+      if (a?.status === 429) {
+        r.throttled++;
+        await new Promise((w) => setTimeout(w, Math.max(1, a.retryAfter) * 1000));
+        continue;
+      }
+      if (a) r.errors[String(a.status)] = (r.errors[String(a.status)] ?? 0) + 1;
+      await new Promise((w) => setTimeout(w, backoff * (0.5 + Math.random())));
+      backoff = Math.min(backoff * 2, 30_000);
+    }
+  };
+  const podsPath = `/api/v1/pods?fieldSelector=${encodeURIComponent(`spec.nodeName=${node}`)}`;
+  const nodesPath = `/api/v1/nodes?fieldSelector=${encodeURIComponent(`metadata.name=${node}`)}`;
+  // A List's metadata comes before its items, from the apiserver and from Levee alike: reading the
+  // resourceVersion there, rather than parsing every pod, keeps the agents' own CPU off the cores
+  // that serve them (JSON.parse of the pod lists was a third of it).
+  const rvOf = (body: string): string => {
+    const m = LIST_RV.exec(body.slice(0, 512));
+    if (!m) throw new Error(`no resourceVersion in ${body.slice(0, 200)}`);
+    return m[1]!;
+  };
+  if (o.watchList) {
+    const watchList = (path: string) =>
+      attempt(() => h2watchList(sessionNow(), `${path}&watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=${600 + (i % 60)}`, tok, fleet));
+    await Promise.all([watchList(podsPath), watchList(nodesPath)]);
+  } else {
+    const [pods, nodes] = await Promise.all([
+      attempt(() => h2get(sessionNow(), `${podsPath}&resourceVersion=0`, tok)),
+      attempt(() => h2get(sessionNow(), `${nodesPath}&resourceVersion=0`, tok)),
+    ]);
+    const watch = (path: string, rv: string) =>
+      attempt(() => h2watch(sessionNow(), `${path}&watch=true&allowWatchBookmarks=true&resourceVersion=${rv}&timeoutSeconds=${600 + (i % 60)}`, tok, fleet));
+    await Promise.all([watch(podsPath, rvOf(pods.body)), watch(nodesPath, rvOf(nodes.body))]);
+  }
+  r.syncedMs = performance.now() - t0;
+  fleet.synced++;
+  return r;
+}
