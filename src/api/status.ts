@@ -74,6 +74,15 @@ export function newTimeout(message: string, retryAfterSeconds = 1): Status {
 }
 
 /**
+ * The apiserver's answer to a request that outlived its deadline (`?timeout=`, else its
+ * --request-timeout): the timeout filter's errors.NewTimeoutError(..., 0), whose empty details
+ * are still written.
+ */
+export function newRequestTimeout(): Status {
+  return status(504, 'Timeout', 'Timeout: request did not complete within the allotted timeout', {});
+}
+
+/**
  * 502 for an upstream that answered something that is not HTTP. The apimachinery has no reason
  * for 502; InternalError is what the apiserver's own proxies report for a broken backend.
  */

@@ -12,10 +12,11 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { negotiateErrorMediaType } from '../api/negotiation.ts';
+import { requestedTimeout } from '../api/deadline.ts';
 import { goQuery, rawQueryOf } from '../api/query.ts';
-import { newInternalError, tooManyRequests, type StatusEncoding } from '../api/status.ts';
+import { newInternalError, newRequestTimeout, tooManyRequests, type StatusEncoding } from '../api/status.ts';
 import type { Status } from '../api/types.ts';
-import type { RequestInfo } from '../api/requestinfo.ts';
+import { isLongRunning, type RequestInfo } from '../api/requestinfo.ts';
 import type { AccessGuard } from '../auth/guard.ts';
 import type { WatchReauthorizer } from '../auth/watchrecheck.ts';
 import type { Cache } from '../cache/cache.ts';
@@ -26,6 +27,7 @@ import { WarmupBackoff } from '../flow/warmup.ts';
 import type { DownstreamRequest, DownstreamResponse } from '../http/downstream.ts';
 import type { Handlers } from '../http/listener.ts';
 import { writeStatus, writeText } from '../http/respond.ts';
+import { TimeoutResponse } from '../http/timeoutwriter.ts';
 import type { Logger } from '../log/logger.ts';
 import { metricVerb, type GatewayMetrics, type Source } from '../metrics/metrics.ts';
 import { coalescingKey, type Flight, type ReadCoalescer } from '../upstream/coalesce.ts';
@@ -61,6 +63,12 @@ export interface ChainDeps {
   consistentReadProofBytes?: number | undefined;
 }
 
+// The apiserver's --request-timeout default: a request without `?timeout=` ends by then.
+const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
+// The apiserver writes its own 504 at the deadline; this much later its answer is not coming.
+const DEADLINE_GRACE_MS = 1_000;
+// The apiserver ends a watch without timeoutSeconds within twice its --min-request-timeout (30 min).
+const MAX_WATCH_SECONDS = 3600;
 // Reasons that say the request was no read of a cached resource at all: not counted as forwards.
 const NOT_A_CACHED_READ: ReadonlySet<ForwardReason> = new Set(['not-a-read', 'not-cached']);
 // Reasons a read without resourceVersion of a cached resource goes to the apiserver.
@@ -115,6 +123,11 @@ export function createHandlers(deps: ChainDeps): Handlers {
       // The request deadline, read before authentication as the apiserver reads it.
       const deadline = requestDeadline(info, r.query);
       if (deadline) return refuse(deadline);
+      // Answered by that deadline whatever it waits on, as the apiserver's timeout filter does.
+      if (!isLongRunning(info)) {
+        const encoding = errorEncoding(req);
+        res = new TimeoutResponse(res, remainingMs(r.query, r.started), (raw) => writeStatus(raw, newRequestTimeout(), encoding));
+      }
       // Authentication.
       const credential = authenticate(deps, req, r.id);
       if ('code' in credential) return refuse(credential);
@@ -184,7 +197,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
         r.code = await forward(req, res, deps.pools, {
           auth,
           traffic: admitted.longRunning ? 'longRunning' : 'request',
-          ending: info.verb === 'watch' ? deps.ending : undefined,
+          ending: info.verb === 'watch' ? watchEnding(r.query) : undefined,
           share: flight,
           sent: consistent ? (bytes) => metrics.cache.consistentBytes(consistent, 'upstream', bytes) : undefined,
         });
@@ -222,6 +235,31 @@ export function createHandlers(deps: ChainDeps): Handlers {
       finish(r, code || res.statusCode);
     };
     done.then(ended, () => ended(500));
+  };
+
+  /**
+   * How long a request that is not long-running may still take: its own deadline (`?timeout=`,
+   * else the apiserver's default of 60 s) from when it arrived, and a second more, so that when the
+   * request is forwarded the apiserver's own 504, written at that deadline, arrives first.
+   */
+  const remainingMs = (query: string, started: bigint): number => {
+    const asked = requestedTimeout(query);
+    const timeoutMs = typeof asked === 'number' ? asked : DEFAULT_REQUEST_TIMEOUT_MS;
+    return timeoutMs + DEADLINE_GRACE_MS - Number(process.hrtime.bigint() - started) / 1e6;
+  };
+
+  /**
+   * When a forwarded watch ends at the latest: at shutdown, or once its own deadline has passed
+   * (`timeoutSeconds`, else the apiserver's longest, 60 min) with a little time for the
+   * apiserver's own end to arrive. The apiserver ends it then; if that end cannot arrive (the
+   * connection went silent without closing) Levee ends it, between two events, as the apiserver
+   * would have, rather than hold the client on a watch that will never deliver again.
+   */
+  const watchEnding = (query: string): AbortSignal => {
+    const asked = Number(new URLSearchParams(query).get('timeoutSeconds'));
+    const seconds = Number.isSafeInteger(asked) && asked > 0 ? asked : MAX_WATCH_SECONDS;
+    const deadline = AbortSignal.timeout(seconds * 1000 + DEADLINE_GRACE_MS);
+    return deps.ending ? AbortSignal.any([deps.ending, deadline]) : deadline;
   };
 
   /** The request's metrics and its log line; its seats given back. */

@@ -21,7 +21,9 @@ export interface EventWindowOptions {
 }
 
 export class EventWindow {
-  #events: StoreEvent[] = [];
+  // Slots before #head are emptied as events leave, so an evicted event (and the object bytes it
+  // holds) is garbage at once, not only when the array is next compacted.
+  #events: Array<StoreEvent | undefined> = [];
   #head = 0;
   // Watches from here on are complete: every later event is in the window.
   #resumableFrom = 0;
@@ -47,6 +49,7 @@ export class EventWindow {
       if (this.#events.length - this.#head <= this.#maxEvents && e.at - oldest.at <= this.#minAgeMs) break;
       // Watches from the evicted event's resourceVersion on still see every later event.
       this.#resumableFrom = oldest.resourceVersion;
+      this.#events[this.#head] = undefined;
       this.#head++;
     }
     if (this.#head > 1024 && this.#head * 2 > this.#events.length) {

@@ -233,7 +233,8 @@ export class Store {
 
 /** What changed between two states, as events at `resourceVersion`, in key order. */
 function diff(before: Tree, after: Tree, resourceVersion: number, at: number): StoreEvent[] {
-  const out: StoreEvent[] = [];
+  const changed: StoreEvent[] = [];
+  const deleted: StoreEvent[] = [];
   const a = before.values();
   const b = after.values();
   const next = (it: Iterator<CachedObject>): CachedObject | undefined => {
@@ -244,16 +245,21 @@ function diff(before: Tree, after: Tree, resourceVersion: number, at: number): S
   let y = next(b);
   while (x || y) {
     if (x && (!y || x.key < y.key)) {
-      out.push({ type: 'DELETED', object: x, prev: x, resourceVersion, at });
+      deleted.push({ type: 'DELETED', object: x, prev: x, resourceVersion, at });
       x = next(a);
     } else if (y && (!x || y.key < x.key)) {
-      out.push({ type: 'ADDED', object: y, prev: undefined, resourceVersion, at });
+      changed.push({ type: 'ADDED', object: y, prev: undefined, resourceVersion, at });
       y = next(b);
     } else if (x && y) {
-      if (x.resourceVersion !== y.resourceVersion) out.push({ type: 'MODIFIED', object: y, prev: x, resourceVersion, at });
+      if (x.resourceVersion !== y.resourceVersion) changed.push({ type: 'MODIFIED', object: y, prev: x, resourceVersion, at });
       x = next(a);
       y = next(b);
     }
   }
-  return out;
+  // In the order of the resourceVersions a client sees: an ADDED or MODIFIED object carries its own
+  // (newer than anything the old state held, older than the list), a DELETED one the list's. A
+  // client takes the last one it got as where to resume: in key order it could go backwards, and a
+  // resume from there would be sent again what it already has.
+  changed.sort((p, q) => p.object.resourceVersion - q.object.resourceVersion);
+  return [...changed, ...deleted];
 }

@@ -11,6 +11,8 @@ import { watchClock, type WatchClock } from './clock.ts';
 export interface RegisteredWatcher {
   readonly namespace: string;
   readonly fields: FieldSelector;
+  /** It asked for bookmarks (allowWatchBookmarks). */
+  readonly takesBookmarks: boolean;
   offer(e: StoreEvent): void;
   bookmarkIfAllowed(): void;
   close(): void;
@@ -32,10 +34,17 @@ export class WatcherRegistry {
       event: (e) => this.#dispatch(e),
       // A relist: the apiserver would end every watch and make each client relist. Levee
       // delivers the differences between the old and the new state instead, then a bookmark at
-      // the list's resourceVersion for watchers that take bookmarks, and the watches carry on.
+      // the list's resourceVersion, and the watches carry on. Only for watchers that take
+      // bookmarks: without one, a client would take the last difference's resourceVersion (an
+      // object's own, older than the list) as where it is, and a resume from there would replay
+      // history over the newer state. Those are ended as the apiserver ends them; each resumes
+      // from the last event it really got, older than this window, so the apiserver answers it:
+      // the events it missed, or 410 Gone.
       replaced: (_rv, changes) => {
+        const everyone = [...this.#everyone()];
+        for (const w of everyone) if (!w.takesBookmarks) w.close();
         for (const e of changes) this.#dispatch(e);
-        for (const w of this.#everyone()) w.bookmarkIfAllowed();
+        for (const w of everyone) w.bookmarkIfAllowed();
       },
       progressed: () => undefined,
     });

@@ -121,6 +121,10 @@ export class CacheWatcher implements WatchFilter, Sleeper {
     res.on('close', closeWatcher);
   }
 
+  get takesBookmarks(): boolean {
+    return this.#nextBookmark !== NONE;
+  }
+
   /** Settles when the watch has ended, with the status its response was given. */
   get done(): Promise<number> {
     return this.#done;

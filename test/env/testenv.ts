@@ -283,6 +283,58 @@ export function startApiserver(): Promise<void> {
   });
 }
 
+/**
+ * kill -9 of kube-apiserver, as a crash: no graceful shutdown, its connections reset. etcd, the data
+ * and the control plane stay; startApiserver() brings it back.
+ */
+export function killApiserver(): Promise<void> {
+  return withLock(async () => {
+    const state = requireState();
+    await sigkill(state.apiserver);
+    state.apiserver.pid = null;
+    writeState(state);
+  });
+}
+
+/**
+ * kill -9 of etcd, as a crash. Its data directory stays (writes were acknowledged before the page
+ * cache had them on disk, --unsafe-no-fsync, but the kernel keeps those through a process kill),
+ * and kube-apiserver keeps running, failing its storage calls until startEtcd().
+ */
+export function killEtcd(): Promise<void> {
+  return withLock(async () => {
+    const state = requireState();
+    await sigkill(state.etcd);
+    state.etcd.pid = null;
+    writeState(state);
+  });
+}
+
+/** Starts etcd again with the same data, ports and flags; resolves once it is healthy. */
+export function startEtcd(): Promise<void> {
+  return withLock(async () => {
+    const state = requireState();
+    if (!alive(state.etcd)) {
+      state.etcd.pid = await startDetached(state.etcd);
+      writeState(state);
+    }
+    const url = state.etcd.args.find((a) => a.startsWith('--listen-client-urls='))!.split('=')[1]!;
+    await waitFor('etcd', [state.etcd], async () => (await probe(`${url}/health`)) === 200);
+  });
+}
+
+async function sigkill(p: Proc): Promise<void> {
+  if (!alive(p) || !p.pid) return;
+  log(`kill -9 ${path.basename(p.bin)} (pid ${p.pid})`);
+  try {
+    process.kill(p.pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+  for (let i = 0; i < 100 && alive(p); i++) await sleep(50);
+  if (alive(p)) throw new Error(`${p.bin} (pid ${p.pid}) survived SIGKILL`);
+}
+
 // ---------------------------------------------------------------- up / down
 
 async function upLocked(bare: boolean, nodes: number | undefined): Promise<TestEnv> {

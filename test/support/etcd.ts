@@ -40,3 +40,102 @@ export async function etcdExists(etcd: string, key: string): Promise<boolean> {
 export async function etcdCompact(etcd: string, revision: number): Promise<void> {
   await call(etcd, '/v3/kv/compaction', { revision: String(revision), physical: true });
 }
+
+/** One change of a key as etcd's history has it, named as a Kubernetes watch would name it. */
+export interface EtcdEvent {
+  revision: number;
+  key: string;
+  type: 'ADDED' | 'MODIFIED' | 'DELETED';
+}
+
+export interface EtcdWatch {
+  /** Every event under the prefix since the start revision, in revision order. */
+  readonly events: EtcdEvent[];
+  /**
+   * Resolves once an event at `revision` or later has arrived: etcd sends a watch's events in
+   * order, so every earlier one has too. Make a write in the range and pass its revision.
+   */
+  reached(revision: number, ms?: number): Promise<void>;
+  stop(): void;
+}
+
+interface WatchMessage {
+  result?: {
+    events?: Array<{ type?: string; kv: { key: string; create_revision?: string; mod_revision?: string } }>;
+    compact_revision?: string;
+  };
+  error?: unknown;
+}
+
+/**
+ * The reference history of a key range: a watch on etcd itself (its v3 JSON gateway), from
+ * `fromRevision` on, resumed after the last event it got whenever the stream breaks (etcd killed).
+ * Events only, values not decoded: the Kubernetes objects are protobuf there, and a watch through
+ * the apiserver names an event by key, revision and type, all of which etcd has.
+ */
+export function watchEtcd(etcd: string, prefix: string, fromRevision: number): EtcdWatch {
+  const events: EtcdEvent[] = [];
+  const end = prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);
+  let next = fromRevision;
+  let stopped = false;
+  let failure: Error | undefined;
+  const abort = new AbortController();
+  const run = async (): Promise<void> => {
+    while (!stopped) {
+      try {
+        const res = await request(`${etcd}/v3/watch`, {
+          method: 'POST',
+          body: JSON.stringify({ create_request: { key: b64(prefix), range_end: b64(end), start_revision: String(next) } }),
+          signal: abort.signal,
+          bodyTimeout: 0,
+        });
+        let buf = '';
+        for await (const chunk of res.body) {
+          buf += (chunk as Buffer).toString();
+          let nl;
+          while ((nl = buf.indexOf('\n')) !== -1) {
+            const line = buf.slice(0, nl).trim();
+            buf = buf.slice(nl + 1);
+            if (!line) continue;
+            const m = JSON.parse(line) as WatchMessage;
+            if (m.error || !m.result) throw new Error(`etcd watch: ${line}`);
+            if (m.result.compact_revision && m.result.compact_revision !== '0') {
+              failure = new Error(`the reference watch of ${prefix} from ${next} was compacted at ${m.result.compact_revision}`);
+              return;
+            }
+            for (const e of m.result.events ?? []) {
+              const revision = Number(e.kv.mod_revision);
+              const type = e.type === 'DELETE' ? 'DELETED' : e.kv.create_revision === e.kv.mod_revision ? 'ADDED' : 'MODIFIED';
+              events.push({ revision, key: Buffer.from(e.kv.key, 'base64').toString(), type });
+              next = revision + 1;
+            }
+          }
+        }
+      } catch {
+        if (stopped) return;
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  };
+  void run();
+  return {
+    events,
+    reached: async (revision, ms = 30_000) => {
+      const deadline = Date.now() + ms;
+      while ((events.at(-1)?.revision ?? 0) < revision) {
+        if (failure) throw failure;
+        if (Date.now() > deadline) throw new Error(`the etcd watch of ${prefix} did not reach revision ${revision} in ${ms} ms`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    },
+    stop: () => {
+      stopped = true;
+      abort.abort();
+    },
+  };
+}
+
+/** etcd's current revision. */
+export async function etcdRevision(etcd: string): Promise<number> {
+  return (await call(etcd, '/v3/kv/range', { key: b64('/levee-test/revision'), count_only: true })).revision;
+}
