@@ -13,6 +13,10 @@ import { userKey, type UserInfo } from '../api/user.ts';
 import type { LocalRbac } from './rbac.ts';
 import type { ReviewLimiter } from './reviewlimit.ts';
 
+const PRIVILEGED_GROUP = 'system:masters';
+// The privileged-group authorizer allows with no reason.
+const PRIVILEGED: Decision = { allowed: true, reason: '' };
+
 export interface Decision {
   allowed: boolean;
   /** The authorizers' reason, which the apiserver appends to its Forbidden message. */
@@ -57,6 +61,9 @@ export class SubjectAccessReviewer {
 
   /** The apiserver's decision; rejects with UndecidedError when there is none. */
   authorize(user: UserInfo, attrs: Attributes): Promise<Decision> {
+    // The apiserver's first authorizer, whatever its modes: system:masters may do anything
+    // (pkg/kubeapiserver/authorizer/reload.go, kubernetes.io/system-privileged-group).
+    if (user.groups.includes(PRIVILEGED_GROUP)) return Promise.resolve(PRIVILEGED);
     return this.#cache.get(decisionKey(user, attrs), () => {
       if (this.#local?.allows(user, attrs)) {
         this.allowedLocally++;
@@ -67,17 +74,27 @@ export class SubjectAccessReviewer {
   }
 
   /**
-   * As authorize(), but asks for every name (name "") first: an RBAC rule without resourceNames
-   * matches all names, so one cached review serves reads of every object instead of one review per
-   * object. Only when that is denied is the name itself asked. The question for every name keeps
-   * the request's selectors: without them it would be a broader question than the request's,
-   * and with them an allowed answer covers each name the selectors pick (a kubelet's LIST by its
-   * spec.nodeName and metadata.name is allowed by the selector, whatever the name).
+   * As authorize(), but asks broader questions first, each answered once and cached for every
+   * request it covers: every object without selectors, then every name with the request's
+   * selectors, then the request itself; the first allowed answers. An authorizer that allows a
+   * question allows every narrower one (an RBAC rule without resourceNames matches all names, and
+   * one that grants a list grants it with any selector), so one review serves reads of every
+   * object, and a client watching a thousand nodes' pods with a thousand field selectors costs one
+   * review, not a thousand. Only when the broad question is denied are the narrower ones asked: a
+   * kubelet's LIST of its own pods is allowed by its selector (the Node authorizer), whatever the
+   * name.
    */
   async authorizeForName(user: UserInfo, attrs: Attributes): Promise<Decision> {
-    if (isResourceRequest(attrs) && attrs.name !== '') {
-      const all = await this.authorize(user, { ...attrs, name: '' });
-      if (all.allowed) return all;
+    if (isResourceRequest(attrs)) {
+      const selected = Boolean(attrs.fieldSelector || attrs.labelSelector);
+      if (selected || attrs.name !== '') {
+        const all = await this.authorize(user, { ...attrs, name: '', fieldSelector: undefined, labelSelector: undefined });
+        if (all.allowed) return all;
+      }
+      if (selected && attrs.name !== '') {
+        const named = await this.authorize(user, { ...attrs, name: '' });
+        if (named.allowed) return named;
+      }
     }
     return this.authorize(user, attrs);
   }
