@@ -121,7 +121,7 @@ export async function admitUpstream(deps: AdmissionDeps, admitted: Admitted, sig
 }
 
 /** Gives back every seat the request holds. */
-export function release(admitted: Admitted | undefined): void {
+export function release(admitted: Pick<Admitted, 'seats'> | undefined): void {
   for (const seat of admitted?.seats ?? []) seat.release();
 }
 

@@ -87,7 +87,12 @@ class Record {
   readonly path: string;
   readonly query: string;
   info: RequestInfo | undefined;
-  admitted: Admitted | undefined;
+  /**
+   * What finishing needs of the admission: its seats, whether it is long-running, its
+   * credential (for the log's user). Not the admission itself, which holds a closure over the
+   * guard and the request's info for as long as a watch lives.
+   */
+  admitted: Pick<Admitted, 'seats' | 'longRunning' | 'credential'> | undefined;
   source: Source = 'local';
   code = 0;
 
@@ -139,7 +144,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
       cancelled = deps.flow ? abortOnClose(res) : undefined;
       const admitted = await admit(deps, req, info, credential, cancelled?.signal);
       if ('code' in admitted) return refuse(admitted);
-      r.admitted = admitted;
+      r.admitted = { seats: admitted.seats, longRunning: admitted.longRunning, credential: admitted.credential };
       if (deps.discovery && !info.isResourceRequest) {
         const served = await deps.discovery.serve(req, res, credential, r.id);
         if (served !== 'forward') {
