@@ -2,7 +2,7 @@
 // Levee's own credentials, says whose token it is (static tokens, service-account tokens, OIDC,
 // webhooks: whatever the apiserver accepts). Answers are cached under a hash of the token, never
 // the token itself.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { postJson } from '../upstream/client.ts';
 import type { UpstreamPools } from '../upstream/pools.ts';
 import { ReviewCache } from './reviewcache.ts';
@@ -77,9 +77,19 @@ export class TokenReviewer {
   }
 }
 
+// The last token hashed and its hash: a request asks for its token's key three or four times
+// (flow control, the review cache, the log's user), and a keep-alive client sends the same token
+// on every request. Only the most recent token is held, as the requests in flight hold theirs.
+let lastToken = '';
+let lastKey = '';
+
 /** A token stands for its client by this hash (never the token itself): review caches, flows. */
 export function tokenKey(token: string): string {
-  return createHash('sha256').update(token).digest('base64');
+  if (token !== lastToken) {
+    lastKey = hash('sha256', token, 'base64');
+    lastToken = token;
+  }
+  return lastKey;
 }
 
 /**

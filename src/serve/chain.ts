@@ -128,11 +128,10 @@ export function createHandlers(deps: ChainDeps): Handlers {
       // The request deadline, read before authentication as the apiserver reads it.
       const deadline = requestDeadline(info, r.query);
       if (deadline) return refuse(deadline);
+      // How errors are written to this client, read once.
+      const errors = errorEncoding(req);
       // Answered by that deadline whatever it waits on, as the apiserver's timeout filter does.
-      if (!isLongRunning(info)) {
-        const encoding = errorEncoding(req);
-        res = new TimeoutResponse(res, remainingMs(r.query, r.started), (raw) => writeStatus(raw, newRequestTimeout(), encoding));
-      }
+      if (!isLongRunning(info)) res = new TimeoutResponse(res, remainingMs(r.query, r.started), (raw) => writeStatus(raw, newRequestTimeout(), errors));
       // Authentication.
       const credential = authenticate(deps, req, r.id);
       if ('code' in credential) return refuse(credential);
@@ -155,7 +154,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
       }
       // Decide, authorize, answer from the cache.
       const decided = await decideRequest(deps, req, admitted);
-      const outcome = 'forward' in decided ? decided : await answerFromCache(deps, admitted, decided, res, r.started, r.id, errorEncoding(req));
+      const outcome = 'forward' in decided ? decided : await answerFromCache(deps, admitted, decided, res, r.started, r.id, errors);
       if ('answered' in outcome) {
         r.source = 'cache';
         r.code = outcome.answered;
