@@ -1,6 +1,6 @@
 // Kubernetes' own conformance tests through Levee: the tests of test/conformance/list.yaml marked
-// `ci` (fast sig-api-machinery and sig-apps ones: CRUD, watch, patch, list and deletecollection of
-// many kinds, discovery, OpenAPI, field validation, garbage collection, quotas, the controllers),
+// `ci` (64 fast sig-api-machinery ones, about 3 minutes: CRDs and their OpenAPI, discovery, field
+// validation, watch, chunking, garbage collection, quotas, admission policies, flow control),
 // run by e2e.test of the cluster's own release once directly against the apiserver and once
 // through a Levee in front of it, at the same time. Each must pass both ways: one that passes
 // directly but fails through Levee is a Levee bug, and the assertion names it with its failure.
