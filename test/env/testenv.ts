@@ -36,6 +36,7 @@ import { NODE_FLAGS } from '../../src/nodeflags.ts';
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const MODULE_DIR = path.join(ROOT, 'testenv');
 const KWOK_MODULE_DIR = path.join(MODULE_DIR, 'kwok');
+const E2E_MODULE_DIR = path.join(MODULE_DIR, 'e2e');
 const DIR = path.join(ROOT, '.testenv');
 const PKI = path.join(DIR, 'pki');
 const LOGS = path.join(DIR, 'logs');
@@ -899,6 +900,8 @@ interface GoBinary {
   pkg: string;
   /** Only for the control plane: not built for a bare environment. */
   controlPlane?: boolean;
+  /** Built by `go test -c`: the package's test binary. */
+  test?: boolean;
 }
 
 const GO_PACKAGES = {
@@ -911,6 +914,10 @@ const GO_PACKAGES = {
   informer: { module: MODULE_DIR, pkg: './cmd/informer' },
   linearizability: { module: MODULE_DIR, pkg: './cmd/linearizability' },
   kwok: { module: KWOK_MODULE_DIR, pkg: 'sigs.k8s.io/kwok/cmd/kwok', controlPlane: true },
+  // Kubernetes' own end-to-end suite and the ginkgo CLI that runs it in parallel, for the
+  // conformance runs (test/conformance/): the suite needs a cluster, so not for a bare one.
+  'e2e.test': { module: E2E_MODULE_DIR, pkg: 'k8s.io/kubernetes/test/e2e', controlPlane: true, test: true },
+  ginkgo: { module: E2E_MODULE_DIR, pkg: 'github.com/onsi/ginkgo/v2/ginkgo', controlPlane: true },
 } as const satisfies Record<string, GoBinary>;
 type Binary = keyof typeof GO_PACKAGES;
 
@@ -949,6 +956,8 @@ interface Binaries {
   kubeControllerManager?: string;
   kubeScheduler?: string;
   kwok?: string;
+  e2eTest?: string;
+  ginkgo?: string;
   /** KWOK_CONFIGURATION and KWOK_STAGES in one file, for kwok --config. */
   kwokStages: string;
   /** KWOK's ClusterRole for its controller. */
@@ -1045,9 +1054,23 @@ async function ensureBinaries(bare: boolean): Promise<Binaries> {
     kubeControllerManager: paths['kube-controller-manager'],
     kubeScheduler: paths['kube-scheduler'],
     kwok: paths.kwok,
+    e2eTest: paths['e2e.test'],
+    ginkgo: paths.ginkgo,
     kwokStages,
     kwokRole,
   };
+}
+
+/**
+ * Kubernetes' e2e test binary (e2e.test of k8s.io/kubernetes/test/e2e, the release testenv/go.mod
+ * pins) and the ginkgo CLI, built once like the cluster's binaries (`up` builds them too, unless
+ * bare); an environment that is already up does not rebuild, so the conformance runs ask here.
+ */
+export function ensureConformanceBinaries(): Promise<{ e2eTest: string; ginkgo: string }> {
+  return withLock(async () => {
+    const bins = await ensureBinaries(false);
+    return { e2eTest: bins.e2eTest!, ginkgo: bins.ginkgo! };
+  });
 }
 
 /** KWOK's stages and role as its release ships them, from the module the binary was built from. */
@@ -1064,13 +1087,16 @@ async function copyKwokFiles(stages: string, role: string): Promise<void> {
 async function goBuild(name: Binary, version: string, out: string): Promise<void> {
   const { module, pkg } = GO_PACKAGES[name];
   const upstream = !pkg.startsWith('./');
-  log(`building ${name}${upstream ? ` ${name === 'kwok' ? '' : `${version} `}(minutes when the Go build cache is cold)` : ''}`);
+  log(`building ${name}${upstream ? ` ${name === 'kwok' || name === 'ginkgo' ? '' : `${version} `}(minutes when the Go build cache is cold)` : ''}`);
   const started = Date.now();
   const elapsed = (): string => `${Math.round((Date.now() - started) / 1000)}s`;
   const heartbeat = setInterval(() => log(`  still building ${name} (${elapsed()})`), 30_000);
   try {
     const tmp = `${out}.tmp`;
-    await run('go', [...buildArgs(name, version), '-o', tmp, pkg], {
+    const spec: GoBinary = GO_PACKAGES[name];
+    const args = buildArgs(name, version);
+    if (spec.test) args.splice(0, 1, 'test', '-c', '-vet=off');
+    await run('go', [...args, '-o', tmp, pkg], {
       cwd: module,
       // Never download a toolchain; static binaries like upstream's release builds.
       env: { ...process.env, GOTOOLCHAIN: 'local', CGO_ENABLED: '0' },

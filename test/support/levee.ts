@@ -1,7 +1,7 @@
 // Starts a real Levee process for integration tests and reads what it says. A separate process,
 // not an in-process server, so tests can see its memory, its logs and its exit.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { NODE_FLAGS } from '../../src/nodeflags.ts';
@@ -32,6 +32,8 @@ export interface LeveeArgs {
   nodeFlags?: string[];
   /** Runs Levee on these CPUs only (taskset), as a benchmark pins the server under test. */
   cpus?: string;
+  /** Also write everything it says to this file, as it says it (a long run's log to read while it runs). */
+  logFile?: string;
 }
 
 export async function startLevee(args: LeveeArgs): Promise<LeveeProcess> {
@@ -46,8 +48,14 @@ export async function startLevee(args: LeveeArgs): Promise<LeveeProcess> {
     child.once('exit', (code, signal) => resolveExit({ code, signal })),
   );
   let output = '';
-  child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
-  child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
+  const logFd = args.logFile ? openSync(args.logFile, 'w') : undefined;
+  const collect = (c: Buffer): void => {
+    output += c.toString();
+    if (logFd !== undefined) writeSync(logFd, c);
+  };
+  child.stdout!.on('data', collect);
+  child.stderr!.on('data', collect);
+  if (logFd !== undefined) child.once('close', () => closeSync(logFd));
 
   const url = await new Promise<URL>((resolveUrl, reject) => {
     const timer = setTimeout(() => {
