@@ -14,6 +14,8 @@ import type { LocalRbac } from './rbac.ts';
 import type { ReviewLimiter } from './reviewlimit.ts';
 
 const PRIVILEGED_GROUP = 'system:masters';
+// How long a broader question's denial is kept (authorizeForName).
+const BROADER_DENIED_TTL_MS = 5 * 60_000;
 // The privileged-group authorizer allows with no reason.
 const PRIVILEGED: Decision = { allowed: true, reason: '' };
 
@@ -45,6 +47,8 @@ export class UndecidedError extends Error {}
 export class SubjectAccessReviewer {
   readonly #pools: UpstreamPools;
   readonly #cache: ReviewCache<Decision>;
+  /** Answers to the broader questions authorizeForName asks first. */
+  readonly #broader: ReviewCache<Decision>;
   readonly #local: LocalRbac | undefined;
   readonly #limiter: ReviewLimiter | undefined;
   /** Reviews sent upstream, for the metrics. */
@@ -57,14 +61,19 @@ export class SubjectAccessReviewer {
     this.#local = opts.localRbac;
     this.#limiter = opts.limiter;
     this.#cache = new ReviewCache({ positiveTtlMs: opts.allowedTtlMs, negativeTtlMs: opts.deniedTtlMs, positive: (d) => d.allowed });
+    this.#broader = new ReviewCache({ positiveTtlMs: opts.allowedTtlMs, negativeTtlMs: BROADER_DENIED_TTL_MS, positive: (d) => d.allowed });
   }
 
   /** The apiserver's decision; rejects with UndecidedError when there is none. */
   authorize(user: UserInfo, attrs: Attributes): Promise<Decision> {
+    return this.#decide(user, attrs, this.#cache);
+  }
+
+  #decide(user: UserInfo, attrs: Attributes, cache: ReviewCache<Decision>): Promise<Decision> {
     // The apiserver's first authorizer, whatever its modes: system:masters may do anything
     // (pkg/kubeapiserver/authorizer/reload.go, kubernetes.io/system-privileged-group).
     if (user.groups.includes(PRIVILEGED_GROUP)) return Promise.resolve(PRIVILEGED);
-    return this.#cache.get(decisionKey(user, attrs), () => {
+    return cache.get(decisionKey(user, attrs), () => {
       if (this.#local?.allows(user, attrs)) {
         this.allowedLocally++;
         return Promise.resolve({ allowed: true, reason: 'allowed by RBAC (evaluated by Levee)' });
@@ -82,17 +91,18 @@ export class SubjectAccessReviewer {
    * object, and a client watching a thousand nodes' pods with a thousand field selectors costs one
    * review, not a thousand. Only when the broad question is denied are the narrower ones asked: a
    * kubelet's LIST of its own pods is allowed by its selector (the Node authorizer), whatever the
-   * name.
+   * name. A broader question's denial refuses no one (the narrower one is asked next), so it is
+   * kept for minutes, not seconds: a kubelet's re-authorized watch costs one review, not two.
    */
   async authorizeForName(user: UserInfo, attrs: Attributes): Promise<Decision> {
     if (isResourceRequest(attrs)) {
       const selected = Boolean(attrs.fieldSelector || attrs.labelSelector);
       if (selected || attrs.name !== '') {
-        const all = await this.authorize(user, { ...attrs, name: '', fieldSelector: undefined, labelSelector: undefined });
+        const all = await this.#decide(user, { ...attrs, name: '', fieldSelector: undefined, labelSelector: undefined }, this.#broader);
         if (all.allowed) return all;
       }
       if (selected && attrs.name !== '') {
-        const named = await this.authorize(user, { ...attrs, name: '' });
+        const named = await this.#decide(user, { ...attrs, name: '' }, this.#broader);
         if (named.allowed) return named;
       }
     }
