@@ -34,11 +34,13 @@ export interface LeveeArgs {
   cpus?: string;
   /** Also write everything it says to this file, as it says it (a long run's log to read while it runs). */
   logFile?: string;
+  /** Another checkout's src/cli.ts (a benchmark's baseline); this checkout's by default. */
+  cli?: string;
 }
 
 export async function startLevee(args: LeveeArgs): Promise<LeveeProcess> {
   // The start-up line at info level tells the test the port; Levee always logs it.
-  const argv = [...NODE_FLAGS, ...(args.nodeFlags ?? []), CLI, '--kubeconfig', args.kubeconfig, '--listen', '127.0.0.1:0', '--log-level', 'info'];
+  const argv = [...NODE_FLAGS, ...(args.nodeFlags ?? []), args.cli ?? CLI, '--kubeconfig', args.kubeconfig, '--listen', '127.0.0.1:0', '--log-level', 'info'];
   if (args.tls) argv.push('--tls-cert-file', args.tls.cert, '--tls-private-key-file', args.tls.key);
   if (args.auth) argv.push('--auth', args.auth);
   argv.push(...(args.extra ?? []));

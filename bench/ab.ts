@@ -1,0 +1,118 @@
+// A/B of Levee against itself: the working tree against a baseline commit, in one run, so that a
+// change to the read path is measured by what it changes and not by the day's noise. Both Levees
+// serve the same cluster from their caches, pinned to the same CPU (the client on the other), and
+// every round asks both the same query (resourceVersion=0), in alternating order. Reported per scenario: latency p50
+// and p99 of each, and the CPU each Levee spent per request (from /proc, over the timed rounds),
+// which is steadier than latency on a shared machine.
+//
+//   npm run bench:ab                          # baseline HEAD (the working tree's uncommitted change)
+//   npm run bench:ab -- --baseline HEAD~3 --reps 1000
+//
+// The baseline is checked out with `git worktree` beside this one (sharing node_modules, so a
+// baseline with other dependencies is not comparable) and removed afterwards. Uses whatever pods
+// the test environment holds (bench:list or bench:watch generate them); brings it up bare.
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { quietEnv } from './lib/env.ts';
+import { startLevee, type LeveeProcess } from '../test/support/levee.ts';
+import { agentFor } from '../test/support/http.ts';
+import { pinSelf, splitCpus } from '../test/support/cpus.ts';
+import { timedGet } from './lib/client.ts';
+import { cpuSeconds } from './lib/watchproc.ts';
+import { quantile } from './lib/stats.ts';
+import { request } from 'undici';
+
+const { values: flags } = parseArgs({
+  options: {
+    baseline: { type: 'string', default: 'HEAD' },
+    reps: { type: 'string', default: '600' },
+    warmup: { type: 'string', default: '500' },
+    cache: { type: 'string', default: 'pods,nodes' },
+  },
+});
+const REPS = Number(flags.reps);
+const WARMUP = Number(flags.warmup);
+const log = (line: string): void => void process.stderr.write(`${line}\n`);
+const root = resolve(import.meta.dirname, '..');
+
+const env = await quietEnv();
+const agent = agentFor(env.caFile);
+const token = env.tokens.admin;
+
+// Pods to read: a sample of what the cluster holds, and the nodes they run on.
+const sample = await request(`${env.server}/api/v1/pods?limit=500`, { dispatcher: agent, headers: { authorization: `Bearer ${token}` } });
+const pods = ((await sample.body.json()) as { items: Array<{ metadata: { namespace: string; name: string }; spec: { nodeName?: string } }> }).items;
+if (pods.length === 0) throw new Error('the test environment holds no pods: run bench:list or bench:watch first');
+const nodes = [...new Set(pods.map((p) => p.spec.nodeName).filter((n): n is string => !!n))];
+
+const worktree = mkdtempSync(join(tmpdir(), 'levee-ab-'));
+const baselineRef = execFileSync('git', ['rev-parse', '--short', flags.baseline], { cwd: root, encoding: 'utf8' }).trim();
+execFileSync('git', ['worktree', 'add', '--detach', worktree, baselineRef], { cwd: root, stdio: 'ignore' });
+const removeWorktree = (): void => {
+  execFileSync('git', ['worktree', 'remove', '--force', worktree], { cwd: root, stdio: 'ignore' });
+  rmSync(worktree, { recursive: true, force: true });
+};
+if (!existsSync(join(worktree, 'node_modules'))) symlinkSync(join(root, 'node_modules'), join(worktree, 'node_modules'));
+
+const pinning = splitCpus();
+if (pinning) pinSelf(pinning.client);
+const extra = ['--cache', flags.cache];
+let a: LeveeProcess | undefined;
+let b: LeveeProcess | undefined;
+try {
+  a = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra, cpus: pinning?.server, cli: join(worktree, 'src/cli.ts') });
+  b = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra, cpus: pinning?.server });
+  for (const l of [a, b]) await ready(l);
+  // Past the collections and compilations that follow a sync: they are no part of a request.
+  await new Promise((res) => setTimeout(res, 5000));
+  const targets = [
+    { name: `baseline ${baselineRef}`, levee: a },
+    { name: 'working tree', levee: b },
+  ];
+  // resourceVersion=0, as bench:list asks Levee: answered from the cache alone. Without it each
+  // read also waits for the proof of freshness, an upstream round trip that would hide the change.
+  const scenarios: Array<{ name: string; path: (i: number) => string }> = [
+    { name: 'GET one pod (random)', path: (i) => { const p = pods[i % pods.length]!; return `/api/v1/namespaces/${p.metadata.namespace}/pods/${p.metadata.name}?resourceVersion=0`; } },
+    { name: 'LIST pods of one node (fieldSelector)', path: (i) => `/api/v1/pods?resourceVersion=0&fieldSelector=spec.nodeName%3D${nodes[i % nodes.length]}` },
+  ];
+  log(`A/B: ${targets.map((t) => t.name).join(' vs ')}; ${pods.length} pods sampled on ${nodes.length} nodes; ${REPS} rounds after ${WARMUP} warm-up` + (pinning ? `; client on CPU ${pinning.client}, both Levees on CPU ${pinning.server}` : ''));
+  const lines: string[] = ['| scenario | target | p50 ms | p99 ms | CPU µs per request |', '|---|---|---:|---:|---:|'];
+  for (const s of scenarios) {
+    const ms: number[][] = targets.map(() => []);
+    const order = Array.from({ length: WARMUP + REPS }, (_, i) => Math.floor(Math.random() * 1e9) + i);
+    let cpu0: number[] = [];
+    for (let round = 0; round < WARMUP + REPS; round++) {
+      if (round === WARMUP) cpu0 = targets.map((t) => cpuSeconds(t.levee.pid) ?? 0);
+      const path = s.path(order[round]!);
+      // Alternate which target goes first, so neither always finds the other's work just done.
+      const seq = round % 2 === 0 ? [0, 1] : [1, 0];
+      for (const j of seq) {
+        const t = await timedGet(targets[j]!.levee.url.origin + path, agent, token);
+        if (round >= WARMUP) ms[j]!.push(t.ms);
+      }
+    }
+    const cpu = targets.map((t, j) => (((cpuSeconds(t.levee.pid) ?? 0) - cpu0[j]!) / REPS) * 1e6);
+    targets.forEach((t, j) => lines.push(`| ${s.name} | ${t.name} | ${quantile(ms[j]!, 0.5).toFixed(3)} | ${quantile(ms[j]!, 0.99).toFixed(3)} | ${cpu[j]!.toFixed(0)} |`));
+    const ratio = quantile(ms[0]!, 0.5) / quantile(ms[1]!, 0.5);
+    lines.push(`| ${s.name} | baseline ÷ working tree | ${ratio.toFixed(2)}× | | ${(cpu[0]! / cpu[1]!).toFixed(2)}× |`);
+  }
+  process.stdout.write(`${lines.join('\n')}\n`);
+} finally {
+  await a?.stop();
+  await b?.stop();
+  removeWorktree();
+  await agent.close();
+}
+
+async function ready(l: LeveeProcess): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    const r = await request(`${l.url.origin}/readyz`, { dispatcher: agent }).catch(() => undefined);
+    if (r) await r.body.dump();
+    if (r?.statusCode === 200) return;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  throw new Error(`Levee at ${l.url.origin} did not become ready`);
+}
