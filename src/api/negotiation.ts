@@ -1,6 +1,7 @@
 // What the apiserver reads from a request to choose how to write its answer
 // (k8s.io/apiserver/pkg/endpoints/handlers/negotiation).
 import type { StatusEncoding } from './status.ts';
+import { ParseMemo } from '../selectors/memo.ts';
 
 /**
  * negotiation.isPrettyPrint: a non-empty `pretty` parameter decides (strconv.ParseBool, anything it
@@ -70,7 +71,13 @@ const trimSpaces = (s: string): string => s.replace(/^ +| +$/g, '');
  * then sorted by q and by wildcards. Undefined past 12 clauses: Go's sort.Sort is an insertion sort
  * (stable) only up to 12 elements, and beyond that its order is the apiserver's to find.
  */
-export function parseAccept(header: string): AcceptClause[] | undefined {
+export function parseAccept(header: string): readonly AcceptClause[] | undefined {
+  return parsedAccept.get(header);
+}
+
+const parsedAccept = new ParseMemo(parseAcceptClauses, { max: 256, maxKeyLength: 1024 });
+
+function parseAcceptClauses(header: string): AcceptClause[] | undefined {
   const clauses: AcceptClause[] = [];
   let remaining = header;
   while (remaining.length > 0) {

@@ -2,6 +2,7 @@
 // ";" or a malformed escape (and keeps reading), where URLSearchParams keeps both as text. Every
 // decision Levee takes from the query reads this view, so `watch=1;x=y` is no watch and
 // `resourceVersion=%zz` no resourceVersion at either.
+import { ParseMemo } from '../selectors/memo.ts';
 
 /** url.ParseQuery's pairs, as bytes, in order. The request target's characters are its bytes. */
 export function goQueryPairs(rawQuery: string): Array<[Buffer, Buffer]> {
@@ -22,6 +23,14 @@ const PLAIN_QUERY = /^[!-$&-*,-:<-~]*$/;
 
 /** The pairs url.ParseQuery keeps, as text (bytes that are no UTF-8 read as U+FFFD). */
 export function goQuery(rawQuery: string): URLSearchParams {
+  return parsedQueries.get(rawQuery);
+}
+
+// Shared by the stages that read one request's query, and by requests that repeat one: readers
+// only get from it, never set.
+const parsedQueries = new ParseMemo(parseGoQuery, { max: 256, maxKeyLength: 2048 });
+
+function parseGoQuery(rawQuery: string): URLSearchParams {
   const q = new URLSearchParams();
   if (PLAIN_QUERY.test(rawQuery)) {
     for (const pair of rawQuery.split('&')) {
@@ -38,6 +47,9 @@ export function goQuery(rawQuery: string): URLSearchParams {
 
 /** url.Values.Get, as bytes: the first value for `key` among the pairs kept. */
 export function goQueryFirst(rawQuery: string, key: string): Buffer | undefined {
+  // Without an escape ("%XX", or "+" for a space) a pair can only be named `key` if `key` is
+  // written out: every request asks for `timeout`, and almost none sends it.
+  if (!key.includes(' ') && !rawQuery.includes(key) && !rawQuery.includes('%')) return undefined;
   return goQueryPairs(rawQuery).find(([k]) => k.toString('latin1') === key)?.[1];
 }
 

@@ -3,6 +3,7 @@
 // the value side knows escapes (\\ \, \=), the field side is everything before the first operator.
 import { SelectorParseError } from './errors.ts';
 import { compareGo } from './gostrings.ts';
+import { ParseMemo } from './memo.ts';
 
 export { SelectorParseError };
 
@@ -114,9 +115,10 @@ function splitTerms(selector: string): string[] {
 }
 
 // splitTerm: the first position where "!=", "==" or "=" starts (in that order of preference).
+const OPERATORS = ['!=', '==', '='] as const;
 function splitTerm(term: string): [string, string, string] | undefined {
   for (let i = 0; i < term.length; i++) {
-    for (const op of ['!=', '==', '=']) {
+    for (const op of OPERATORS) {
       if (term.startsWith(op, i)) return [term.slice(0, i), op, term.slice(i + op.length)];
     }
   }
@@ -127,6 +129,12 @@ function splitTerm(term: string): [string, string, string] | undefined {
 // trimmed anywhere: " a = b" selects field " a " against value " b".
 export function parseFieldSelector(selector: string): FieldSelector {
   if (selector === '') return EVERYTHING;
+  return parsedFields.get(selector);
+}
+
+const parsedFields = new ParseMemo(parseFields, { max: 1024, maxKeyLength: 1024 });
+
+function parseFields(selector: string): FieldSelector {
   // Terms are sorted before parsing, so with several bad terms the error names the first in
   // byte order, not in input order.
   const parts = splitTerms(selector).sort(compareGo);

@@ -2,6 +2,7 @@
 // them for the labelSelector parameter of LIST and WATCH.
 import { compareGo } from './gostrings.ts';
 import { parseRequirements } from './labelparser.ts';
+import { ParseMemo } from './memo.ts';
 import {
   matchRequirement, requirementString, type CompiledRequirement, type LabelOperator, type LabelRequirement,
 } from './requirement.ts';
@@ -77,6 +78,12 @@ function pins(op: LabelOperator): boolean {
 // whitespace) is the empty selector, which matches everything.
 export function parseLabelSelector(selector: string): LabelSelector {
   if (selector === '') return EVERYTHING;
+  return parsedLabels.get(selector);
+}
+
+const parsedLabels = new ParseMemo(parseLabels, { max: 1024, maxKeyLength: 1024 });
+
+function parseLabels(selector: string): LabelSelector {
   const requirements = parseRequirements(selector);
   // sort.Sort(ByKey) is an insertion sort, hence stable, up to 12 elements; a stable sort gives the
   // same order there and differs only for more than 12 requirements with repeated keys.

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { goQuery, goQueryPairs } from '../../src/api/query.ts';
+import { goQuery, goQueryFirst, goQueryPairs } from '../../src/api/query.ts';
 import { parseRequestInfo } from '../../src/api/requestinfo.ts';
 
 test('a pair holding a semicolon or a malformed escape is dropped, the rest kept', () => {
@@ -32,4 +32,11 @@ test('a plain query, read without unescaping, gives what reading its bytes gives
     }),
     { numRuns: 5000 },
   );
+});
+
+test('a parameter is found by name whether written out or escaped, and absent otherwise', () => {
+  assert.equal(goQueryFirst('limit=1&timeout=5s', 'timeout')?.toString(), '5s');
+  assert.equal(goQueryFirst('%74imeout=7s', 'timeout')?.toString(), '7s');
+  assert.equal(goQueryFirst('time+out=1s&limit=1', 'timeout'), undefined);
+  assert.equal(goQueryFirst('time+out=1s', 'time out')?.toString(), '1s');
 });
