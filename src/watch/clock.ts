@@ -26,9 +26,12 @@ export class WatchClock {
   #armedFor = Infinity;
   #ticking = false;
   readonly #now: () => number;
+  readonly #unref: boolean;
 
-  constructor(now: () => number = () => Math.floor(performance.now())) {
+  /** `unref`: the clock's timer does not keep the process alive by itself. */
+  constructor(now: () => number = () => Math.floor(performance.now()), opts: { unref?: boolean } = {}) {
     this.#now = now;
+    this.#unref = opts.unref ?? false;
   }
 
   get size(): number {
@@ -98,6 +101,7 @@ export class WatchClock {
       this.#armedFor = Infinity;
       this.tick();
     }, Math.min(TIMEOUT_MAX, Math.max(0, next.wakeAt - this.#now())));
+    if (this.#unref) this.#timer.unref();
   }
 
   #disarm(): void {

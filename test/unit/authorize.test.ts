@@ -151,7 +151,7 @@ test('what local RBAC does not grant goes upstream with the selectors; what it g
 });
 
 test('a watch is re-authorized with the selectors it was admitted with', async () => {
-  mock.timers.enable({ apis: ['setInterval', 'Date'] });
+  mock.timers.enable({ apis: ['setTimeout', 'Date'] });
   try {
     const asked: ResourceAttributes[] = [];
     let allowed = true;
