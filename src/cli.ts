@@ -8,6 +8,7 @@ import { parseOptions, USAGE, UsageError } from './config/options.ts';
 import { loadUpstream, resolveUpstreamSource } from './upstream/credentials.ts';
 import { startGateway, type Gateway } from './gateway.ts';
 import { limitsFrom } from './flow/flowcontrol.ts';
+import { startHeapTrim } from './heaptrim.ts';
 
 async function main(): Promise<number> {
   const argv = process.argv.slice(2);
@@ -70,6 +71,7 @@ async function main(): Promise<number> {
     consistentReadProofBytes: options.consistentReadProofBytes,
   });
   const stopWatching = options.configFile ? watchConfig(options.configFile, argv, gateway, logger) : () => undefined;
+  const stopTrim = startHeapTrim(logger);
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once('SIGTERM', resolve);
     process.once('SIGINT', resolve);
@@ -83,6 +85,7 @@ async function main(): Promise<number> {
   process.once('SIGTERM', now);
   process.once('SIGINT', now);
   stopWatching();
+  stopTrim();
   const started = process.hrtime.bigint();
   logger.info({ signal, graceSeconds: options.shutdownGraceMs / 1000, delaySeconds: options.shutdownDelayMs / 1000 }, 'shutting down: not ready, draining');
   const result = await gateway.shutdown({ graceMs: options.shutdownGraceMs, delayMs: options.shutdownDelayMs });
