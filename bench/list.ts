@@ -382,6 +382,17 @@ if (pinning) {
   log(`pinned: client on CPU ${pinning.client}; Levee, the replay server, the apiserver and etcd on CPU ${pinning.server}`);
 }
 
+/** Every order of n targets (n! of them; n is at most 4 here). */
+function orders(n: number): number[][] {
+  const all: number[][] = [];
+  const permute = (prefix: number[], rest: number[]): void => {
+    if (rest.length === 0) all.push(prefix);
+    for (const x of rest) permute([...prefix, x], rest.filter((y) => y !== x));
+  };
+  permute([], Array.from({ length: n }, (_, k) => k));
+  return all;
+}
+
 /** The path and query Levee is asked for `q`; the replay server answers the same. */
 const leveePath = (q: Query): string => url(targets.find((t) => t.key === 'leveeRv0')!, q.path).slice(levee.url.origin.length);
 
@@ -414,12 +425,14 @@ for (const s of scenarios) {
   }
   for (let i = 0; i < s.warmup + s.reps; i++) {
     const q = queries[i]!;
-    // Rotate which target goes first, so none always meets caches the others just warmed.
+    // Each round in another order, every order in turn: none always meets caches the others just
+    // warmed, and none always follows the same target. A rotation kept each target's predecessor
+    // fixed (Levee always right after the apiserver's consistent read, whose etcd and Go runtime
+    // work still ran on the shared CPU, and the replay server always right after Levee).
     const round = await survive(s.name, async () => {
       const got: [TargetKey | 'replay', Timing][] = [];
-      const n = targets.length + (s.replay ? 1 : 0);
-      for (let k = 0; k < n; k++) {
-        const j = (i + k) % n;
+      const order = orders(targets.length + (s.replay ? 1 : 0));
+      for (const j of order[i % order.length]!) {
         if (j === targets.length) {
           got.push(['replay', await timedGet(replayOrigin + leveePath(q), agent, token)]);
           continue;
