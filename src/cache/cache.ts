@@ -16,7 +16,7 @@ import { Store } from '../store/store.ts';
 import type { UpstreamPools } from '../upstream/pools.ts';
 import { Backoff } from '../reflector/backoff.ts';
 import type { ConsistentReads } from '../api/consistency.ts';
-import { ConsistencyProof, RevisionProbe } from './consistency.ts';
+import { ConsistencyProof } from './consistency.ts';
 import { WatcherRegistry } from '../watch/registry.ts';
 import type { Selection } from './selection.ts';
 import { parseFieldSelector } from '../selectors/fields.ts';
@@ -69,8 +69,6 @@ function isCustom(spec: ResourceSpec): boolean {
 export class Cache {
   readonly #byGroupResource = new Map<string, CachedResource>();
   readonly #pools: UpstreamPools;
-  /** The apiserver's revision, learned once for every resource without an upstream selector. */
-  readonly #revision: RevisionProbe;
   readonly #logger: Logger;
   readonly #metrics: CacheMetrics;
   readonly #policy: ConsistentReadPolicy;
@@ -106,7 +104,6 @@ export class Cache {
     this.#policy = policy;
     this.#resourceOptions = resourceOptions;
     this.#pools = pools;
-    this.#revision = new RevisionProbe(pools);
     this.#logger = logger;
     this.#metrics = metrics;
     for (const spec of specs) {
@@ -226,7 +223,7 @@ export class Cache {
       info,
       store,
       reflector,
-      consistency: new ConsistencyProof(this.#pools, info, store, reflector, selector, this.#revision),
+      consistency: new ConsistencyProof(this.#pools, info, store, reflector, selector),
       consistentReads: this.#consistentReads(name),
       selection,
       watchers,

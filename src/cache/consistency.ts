@@ -13,8 +13,7 @@
 //  - a watch-list with a selector matching nothing ends with a bookmark within 6 ms, but it
 //    proves only the apiserver: the data is on another stream, which may still be in flight.
 // So: the LIST, then (unless the store is already there) a bookmark probe (Reflector.bookmarkSoon).
-// One LIST serves every reader that arrived before it began, of every resource sharing it, and one
-// bookmark probe every reader of its resource waiting.
+// One LIST serves every reader that arrived before it began, and one probe every reader waiting.
 import type { ResourceInfo } from '../api/resource.ts';
 import { getJson } from '../upstream/client.ts';
 import type { UpstreamPools } from '../upstream/pools.ts';
@@ -35,48 +34,52 @@ export type Unproven = 'consistency-probe-failed' | 'consistency-unproven';
 // followed by another, this many in all; after them the store can still catch up by itself.
 const MAX_PROBES = 3;
 
-/**
- * The apiserver's current revision, from a consistent LIST with limit=1. etcd has one revision for
- * the whole cluster, and a consistent LIST of any resource answers it: one probe serves the readers
- * of every resource that shares it, so a node agent's watch-lists of its pods and its Node, arriving
- * together, wait on one LIST instead of one per resource (bench:massrestart: half the probes).
- */
-export class RevisionProbe {
+export class ConsistencyProof {
   readonly #pools: UpstreamPools;
+  readonly #path: string;
+  readonly #store: Store;
+  readonly #bookmarks: BookmarkSource;
   #inflight: { startedAt: bigint; rv: Promise<number> } | undefined;
   /** The LIST after the one in flight, shared by every reader that arrives before it begins. */
   #next: Promise<number> | undefined;
 
-  constructor(pools: UpstreamPools) {
+  constructor(pools: UpstreamPools, info: ResourceInfo, store: Store, bookmarks: BookmarkSource, selector?: UpstreamSelector) {
     this.#pools = pools;
+    this.#store = store;
+    this.#bookmarks = bookmarks;
+    // The reflector's own selection: an identity allowed to list only that part (a kubelet, under
+    // the Node authorizer) may still learn the revision, and an index makes it cheap.
+    const q = new URLSearchParams({ limit: '1' });
+    if (selector?.labelSelector) q.set('labelSelector', selector.labelSelector);
+    if (selector?.fieldSelector) q.set('fieldSelector', selector.fieldSelector);
+    this.#path = `${info.prefix}/${info.resource}?${q.toString()}`;
   }
 
   /**
-   * The apiserver's resourceVersion as of a moment after `arrivedAt` (process.hrtime.bigint()),
-   * asked of `path` if a LIST must begin for it. Readers share a LIST only if it began after they
-   * arrived: an earlier one could miss a write the reader already saw completed. While one is in
-   * flight, the next is queued and shared by everyone arriving until it starts, so a crowd costs
-   * two LISTs in a row, not one each.
+   * The apiserver's resourceVersion as of a moment after `arrivedAt` (process.hrtime.bigint()).
+   * Readers share a LIST only if it began after they arrived: an earlier one could miss a write the
+   * reader already saw completed. While one is in flight, the next is queued and shared by everyone
+   * arriving until it starts, so a crowd costs two LISTs in a row, not one each.
    */
-  current(arrivedAt: bigint, path: string): Promise<number> {
+  current(arrivedAt: bigint): Promise<number> {
     const inflight = this.#inflight;
     if (inflight && inflight.startedAt >= arrivedAt) return inflight.rv;
-    if (!inflight) return this.#start(path).rv;
+    if (!inflight) return this.#start().rv;
     this.#next ??= inflight.rv.then(
-      () => this.#startNext(path),
-      () => this.#startNext(path),
+      () => this.#startNext(),
+      () => this.#startNext(),
     );
     return this.#next;
   }
 
-  #startNext(path: string): Promise<number> {
+  #startNext(): Promise<number> {
     this.#next = undefined;
-    return this.#start(path).rv;
+    return this.#start().rv;
   }
 
-  #start(path: string): { startedAt: bigint; rv: Promise<number> } {
+  #start(): { startedAt: bigint; rv: Promise<number> } {
     const startedAt = process.hrtime.bigint();
-    const rv = getJson<{ metadata?: { resourceVersion?: string } }>(this.#pools, path).then((list) => {
+    const rv = getJson<{ metadata?: { resourceVersion?: string } }>(this.#pools, this.#path).then((list) => {
       const n = parseResourceVersion(list.metadata?.resourceVersion ?? '');
       if (n === undefined) throw new Error(`consistency probe answered resourceVersion "${list.metadata?.resourceVersion}"`);
       return n;
@@ -88,33 +91,6 @@ export class RevisionProbe {
     };
     rv.then(clear, clear);
     return entry;
-  }
-}
-
-export class ConsistencyProof {
-  readonly #revision: RevisionProbe;
-  readonly #path: string;
-  readonly #store: Store;
-  readonly #bookmarks: BookmarkSource;
-
-  /**
-   * `shared`: the probe of the resources without an upstream selector. A resource with one gets a
-   * probe of its own, asked with its selector: an identity allowed to list only that part (a
-   * kubelet, under the Node authorizer) may still learn the revision, and an index makes it cheap.
-   */
-  constructor(pools: UpstreamPools, info: ResourceInfo, store: Store, bookmarks: BookmarkSource, selector: UpstreamSelector | undefined, shared: RevisionProbe) {
-    this.#store = store;
-    this.#bookmarks = bookmarks;
-    const q = new URLSearchParams({ limit: '1' });
-    if (selector?.labelSelector) q.set('labelSelector', selector.labelSelector);
-    if (selector?.fieldSelector) q.set('fieldSelector', selector.fieldSelector);
-    this.#path = `${info.prefix}/${info.resource}?${q.toString()}`;
-    this.#revision = selector?.labelSelector || selector?.fieldSelector ? new RevisionProbe(pools) : shared;
-  }
-
-  /** The apiserver's resourceVersion as of a moment after `arrivedAt` (RevisionProbe.current). */
-  current(arrivedAt: bigint): Promise<number> {
-    return this.#revision.current(arrivedAt, this.#path);
   }
 
   /**
