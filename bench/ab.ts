@@ -19,6 +19,7 @@ import { parseArgs } from 'node:util';
 import { quietEnv } from './lib/env.ts';
 import { startLevee, type LeveeProcess } from '../test/support/levee.ts';
 import { agentFor } from '../test/support/http.ts';
+import { waitReady } from '../test/support/wait.ts';
 import { pinSelf, splitCpus } from '../test/support/cpus.ts';
 import { timedGet } from './lib/client.ts';
 import { cpuSeconds } from './lib/watchproc.ts';
@@ -65,7 +66,7 @@ let b: LeveeProcess | undefined;
 try {
   a = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra, cpus: pinning?.server, cli: join(worktree, 'src/cli.ts') });
   b = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra, cpus: pinning?.server });
-  for (const l of [a, b]) await ready(l);
+  for (const l of [a, b]) await waitReady(l, agent, 60_000);
   // Past the collections and compilations that follow a sync: they are no part of a request.
   await new Promise((res) => setTimeout(res, 5000));
   const targets = [
@@ -82,11 +83,10 @@ try {
   const lines: string[] = ['| scenario | target | p50 ms | p99 ms | CPU µs per request |', '|---|---|---:|---:|---:|'];
   for (const s of scenarios) {
     const ms: number[][] = targets.map(() => []);
-    const order = Array.from({ length: WARMUP + REPS }, (_, i) => Math.floor(Math.random() * 1e9) + i);
     let cpu0: number[] = [];
     for (let round = 0; round < WARMUP + REPS; round++) {
       if (round === WARMUP) cpu0 = targets.map((t) => cpuSeconds(t.levee.pid) ?? 0);
-      const path = s.path(order[round]!);
+      const path = s.path(Math.floor(Math.random() * 1e9));
       // Alternate which target goes first, so neither always finds the other's work just done.
       const seq = round % 2 === 0 ? [0, 1] : [1, 0];
       for (const j of seq) {
@@ -105,14 +105,4 @@ try {
   await b?.stop();
   removeWorktree();
   await agent.close();
-}
-
-async function ready(l: LeveeProcess): Promise<void> {
-  for (let i = 0; i < 600; i++) {
-    const r = await request(`${l.url.origin}/readyz`, { dispatcher: agent }).catch(() => undefined);
-    if (r) await r.body.dump();
-    if (r?.statusCode === 200) return;
-    await new Promise((res) => setTimeout(res, 100));
-  }
-  throw new Error(`Levee at ${l.url.origin} did not become ready`);
 }

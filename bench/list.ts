@@ -423,6 +423,7 @@ for (const s of scenarios) {
       replayed.add(path);
     }
   }
+  const order = orders(targets.length + (s.replay ? 1 : 0));
   for (let i = 0; i < s.warmup + s.reps; i++) {
     const q = queries[i]!;
     // Each round in another order, every order in turn: none always meets caches the others just
@@ -431,7 +432,6 @@ for (const s of scenarios) {
     // work still ran on the shared CPU, and the replay server always right after Levee).
     const round = await survive(s.name, async () => {
       const got: [TargetKey | 'replay', Timing][] = [];
-      const order = orders(targets.length + (s.replay ? 1 : 0));
       for (const j of order[i % order.length]!) {
         if (j === targets.length) {
           got.push(['replay', await timedGet(replayOrigin + leveePath(q), agent, token)]);

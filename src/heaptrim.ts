@@ -10,10 +10,9 @@
 //
 // Only when idle: the collection stops the event loop, so a trim waits for a quiet moment and is
 // never taken more than once a minute.
-import { getHeapStatistics } from 'node:v8';
+import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { performance, type EventLoopUtilization } from 'node:perf_hooks';
 import { runInNewContext } from 'node:vm';
-import { setFlagsFromString } from 'node:v8';
 import type { Logger } from './log/logger.ts';
 
 const CHECK_EVERY_MS = 5_000;
