@@ -11,7 +11,7 @@ const floors = [
   ['auth', 'reflector', 'watch', 'metrics'],
   ['cache', 'discovery'],
   ['serve'],
-  ['config', 'gateway.ts', 'cli.ts', 'nodeflags.ts', 'heaptrim.ts'],
+  ['config', 'gateway.ts', 'cli.ts', 'nodeflags.ts', 'heaptrim.ts', 'workers.ts', 'worker.ts'],
 ];
 
 const room = (r) => (r.endsWith('.ts') ? `src/${r.replace('.', '\\.')}$` : `src/${r}/`);

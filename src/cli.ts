@@ -6,8 +6,9 @@ import { ConfigError } from './config/file.ts';
 import { printConfig } from './config/print.ts';
 import { parseOptions, USAGE, UsageError } from './config/options.ts';
 import { loadUpstream, resolveUpstreamSource } from './upstream/credentials.ts';
-import { startGateway, type Gateway } from './gateway.ts';
-import { limitsFrom } from './flow/flowcontrol.ts';
+import { announceListening, startGateway, type Gateway } from './gateway.ts';
+import { gatewayConfig, threadLimits } from './config/gatewayconfig.ts';
+import { startWorkers, type WorkerThreads } from './workers.ts';
 import { startHeapTrim } from './heaptrim.ts';
 
 async function main(): Promise<number> {
@@ -42,35 +43,19 @@ async function main(): Promise<number> {
   }
   const upstream = loadUpstream(source, options.upstreamServers);
   logger.info({ upstream: upstream.servers.map((s) => s.href), from: upstream.source }, 'upstream');
-  const gateway = await startGateway({
-    upstream,
-    listen: options.listen,
-    tls:
-      options.tlsCertFile && options.tlsKeyFile
-        ? { certFile: options.tlsCertFile, keyFile: options.tlsKeyFile, clientCAFile: options.clientCAFile }
-        : undefined,
-    auth: options.auth,
-    security: {
-      anonymous: options.anonymous,
-      tokenCacheTtlMs: options.tokenCacheTtlMs,
-      tokenNegativeCacheTtlMs: options.tokenNegativeCacheTtlMs,
-      authorizationAllowedTtlMs: options.authorizationAllowedTtlMs,
-      authorizationDeniedTtlMs: options.authorizationDeniedTtlMs,
-      watchReauthorizeMs: options.watchReauthorizeMs,
-    },
-    logger,
-    cache: options.cache,
-    consistentReads: options.consistentReads,
-    rules: options.rules,
-    flow: limitsFrom(options.flow),
-    localRbac: options.localRbac,
-    localServiceAccountTokens: options.localServiceAccountTokens,
-    resourceOptions: options.resourceOptions,
-    discoveryTtlMs: options.discoveryTtlMs,
-    coalesceMaxBytes: options.coalesceMaxBytes,
-    consistentReadProofBytes: options.consistentReadProofBytes,
-  });
-  const stopWatching = options.configFile ? watchConfig(options.configFile, argv, gateway, logger) : () => undefined;
+  const config = gatewayConfig(options, upstream, logger);
+  const gateway = await startGateway(config);
+  let workers: WorkerThreads | undefined;
+  if (options.workers > 1) {
+    try {
+      workers = await startWorkers({ count: options.workers - 1, options, port: Number(gateway.url.port), feed: gateway.feed, upstream, logger });
+    } catch (err) {
+      await gateway.close();
+      throw err;
+    }
+  }
+  if (workers) announceListening(config, gateway.url, options.workers);
+  const stopWatching = options.configFile ? watchConfig(options.configFile, argv, gateway, workers, logger) : () => undefined;
   const stopTrim = startHeapTrim(logger);
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once('SIGTERM', resolve);
@@ -88,7 +73,12 @@ async function main(): Promise<number> {
   stopTrim();
   const started = process.hrtime.bigint();
   logger.info({ signal, graceSeconds: options.shutdownGraceMs / 1000, delaySeconds: options.shutdownDelayMs / 1000 }, 'shutting down: not ready, draining');
-  const result = await gateway.shutdown({ graceMs: options.shutdownGraceMs, delayMs: options.shutdownDelayMs });
+  const [own, theirs] = await Promise.all([
+    gateway.shutdown({ graceMs: options.shutdownGraceMs, delayMs: options.shutdownDelayMs }),
+    workers?.shutdown(options.shutdownGraceMs, options.shutdownDelayMs),
+  ]);
+  gateway.feed?.close();
+  const result = { drained: own.drained && (theirs?.drained ?? true), closed: own.closed + (theirs?.closed ?? 0) };
   const seconds = Math.round(Number(process.hrtime.bigint() - started) / 1e6) / 1e3;
   if (result.drained) logger.info({ seconds }, 'shut down: every request finished');
   else logger.warn({ seconds, closedConnections: result.closed }, 'shut down: grace period over, closed what was left');
@@ -100,13 +90,14 @@ async function main(): Promise<number> {
  * Flow-control limits and rules follow the file without a restart; everything else is read at
  * start. A file that does not validate keeps the running configuration and says why.
  */
-function watchConfig(path: string, argv: string[], gateway: Gateway, logger: Logger): () => void {
+function watchConfig(path: string, argv: string[], gateway: Gateway, workers: WorkerThreads | undefined, logger: Logger): () => void {
   const changed = (cur: Stats, prev: Stats): void => {
     if (cur.mtimeMs === prev.mtimeMs && cur.size === prev.size && cur.ino === prev.ino) return;
     try {
       const o = parseOptions(argv, process.env);
       if (o === 'help') return;
-      gateway.reconfigure({ flow: limitsFrom(o.flow), rules: o.rules });
+      gateway.reconfigure({ flow: threadLimits(o), rules: o.rules });
+      workers?.reconfigure(o);
       logger.info({ file: path, rules: o.rules.length }, 'configuration reloaded: flow control limits and rules applied; other settings apply at restart');
     } catch (err) {
       logger.warn({ file: path, err: (err as Error).message }, 'configuration changed but is not valid; keeping the running one');

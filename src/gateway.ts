@@ -18,6 +18,10 @@ import { getJson } from './upstream/client.ts';
 import { Cache, type ConsistentReadPolicy, type ResourceOptions } from './cache/cache.ts';
 import { DiscoveryCache } from './discovery/discovery.ts';
 import { ReadCoalescer } from './upstream/coalesce.ts';
+import type { MessagePort } from 'node:worker_threads';
+import { CacheFeed } from './cache/feed.ts';
+import { ReplicaCache } from './cache/replica.ts';
+import type { CacheView } from './cache/view.ts';
 
 export interface GatewayConfig {
   upstream: Upstream;
@@ -43,6 +47,15 @@ export interface GatewayConfig {
   coalesceMaxBytes?: number | undefined;
   /** Consistent reads answering at least this many bytes wait for the proof of freshness (serve/decide.ts). */
   consistentReadProofBytes?: number | undefined;
+  /**
+   * Threads sharing this one's cache (workers.ts): the cache keeps objects' bytes in shared memory
+   * and feeds their replicas, and the listener shares its port with theirs.
+   */
+  feedsWorkers?: boolean | undefined;
+  /** This gateway runs in a worker thread: its cache is a replica fed over this port. */
+  replicaOf?: MessagePort | undefined;
+  /** Threads of this process that serve (workers.ts), this one included; their metrics are scraped as one. */
+  threads?: number | undefined;
 }
 
 export const DEFAULT_DISCOVERY_TTL_MS = 5_000;
@@ -75,6 +88,8 @@ export const DEFAULT_SECURITY: SecurityTuning = {
 export interface Gateway {
   url: URL;
   metrics: GatewayMetrics;
+  /** Feeds worker threads' replicas of the cache, when config.feedsWorkers. */
+  feed: CacheFeed | undefined;
   /**
    * Shuts down gracefully: /readyz fails at once; after `delayMs` (still serving, so load balancers
    * see the failing readiness first) the listener stops accepting (GOAWAY, `Connection: close`),
@@ -100,12 +115,20 @@ export async function startGateway(config: GatewayConfig): Promise<Gateway> {
   }
   const security = { ...DEFAULT_SECURITY, ...config.security };
   const pools = new UpstreamPools(config.upstream);
-  const metrics = new GatewayMetrics();
+  const metrics = new GatewayMetrics({ threads: config.threads, worker: config.replicaOf !== undefined });
   const health = new Health();
   const specs = [
     ...new Set([...config.cache, ...(config.localRbac ? RBAC_RESOURCES : []), ...(config.localServiceAccountTokens ? [SERVICE_ACCOUNTS] : [])]),
   ];
-  const cache = specs.length > 0 ? new Cache(pools, specs, config.logger, metrics.cache, config.consistentReads, config.resourceOptions) : undefined;
+  let cache: CacheView | undefined;
+  let feed: CacheFeed | undefined;
+  if (specs.length > 0 && config.replicaOf) {
+    cache = new ReplicaCache(config.replicaOf, pools, config.logger, metrics.cache, config.consistentReads, config.resourceOptions);
+  } else if (specs.length > 0) {
+    const owned = new Cache(pools, specs, config.logger, metrics.cache, config.consistentReads, config.resourceOptions, { sharedBytes: config.feedsWorkers });
+    if (config.feedsWorkers) feed = new CacheFeed(owned);
+    cache = owned;
+  }
   const localRbac =
     config.localRbac && cache
       ? new LocalRbac((spec) => {
@@ -179,17 +202,22 @@ export async function startGateway(config: GatewayConfig): Promise<Gateway> {
   });
   let listener: Listener;
   try {
-    listener = await listen({ host, port, tls: config.tls, logger: config.logger }, handlers);
+    const reusePort = config.feedsWorkers === true || config.replicaOf !== undefined;
+    listener = await listen({ host, port, tls: config.tls, logger: config.logger, reusePort }, handlers);
   } catch (err) {
+    feed?.close();
     serviceAccountTokens?.stop();
     await cache?.stop();
     await pools.close();
     throw err;
   }
-  config.logger.info({ url: listener.url.href, upstream: config.upstream.server.href, auth: config.auth }, 'levee listening');
+  // With worker threads, Levee is listening once they are too (cli.ts says so then).
+  if (config.replicaOf) config.logger.info({ url: listener.url.href }, 'worker thread listening');
+  else if (!config.feedsWorkers) announceListening(config, listener.url);
   return {
     url: listener.url,
     metrics,
+    feed,
     reconfigure,
     shutdown: async ({ graceMs, delayMs = 0 }) => {
       shuttingDown = true;
@@ -199,6 +227,8 @@ export async function startGateway(config: GatewayConfig): Promise<Gateway> {
       ending.abort();
       cache?.endWatches();
       const result = await drained;
+      // The feed is closed by whoever started the workers, once they have drained too.
+      metrics.close();
       serviceAccountTokens?.stop();
       await cache?.stop();
       await pools.close();
@@ -207,9 +237,16 @@ export async function startGateway(config: GatewayConfig): Promise<Gateway> {
     close: async () => {
       shuttingDown = true;
       await listener.close();
+      feed?.close();
+      metrics.close();
       serviceAccountTokens?.stop();
       await cache?.stop();
       await pools.close();
     },
   };
+}
+
+/** The line that says Levee serves, and where: once every thread listens. */
+export function announceListening(config: GatewayConfig, url: URL, threads = 1): void {
+  config.logger.info({ url: url.href, upstream: config.upstream.server.href, auth: config.auth, threads }, 'levee listening');
 }

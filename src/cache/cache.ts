@@ -26,23 +26,14 @@ import { discover, NotCacheableError, NotServedError } from './resources.ts';
 import { fieldsOfResource, type ResourceInfo } from '../api/resource.ts';
 import { isPattern, matchesPattern, parsePattern, parseResourceSpec, resourceName, type ResourcePattern, type ResourceSpec } from './names.ts';
 import { Definitions, DEFINITIONS_NAME, resolveDefinition, WAITING_TO_EXIST } from './definitions.ts';
+import type { CachedResource, CacheView } from './view.ts';
+
+export type { CachedResource, CacheView };
 
 /** The consistent-read policy: a default and overrides by resource name (as --cache names them). */
 export interface ConsistentReadPolicy {
   default: ConsistentReads;
   byResource: Record<string, ConsistentReads>;
-}
-
-export interface CachedResource {
-  name: string;
-  info: ResourceInfo;
-  store: Store;
-  reflector: Reflector;
-  /** Proves the store as new as the apiserver, for reads without a resourceVersion. */
-  consistency: ConsistencyProof;
-  consistentReads: ConsistentReads;
-  selection?: Selection | undefined;
-  watchers: WatcherRegistry;
 }
 
 /** Per resource (by the name --cache resolves to): an upstream selector and extra field indexes. */
@@ -66,7 +57,18 @@ function isCustom(spec: ResourceSpec): boolean {
   return spec.group.includes('.') && builtinFields(spec.group, spec.resource) === undefined;
 }
 
-export class Cache {
+/** Told when a resource starts and stops being cached (the feed to worker threads follows it). */
+export interface CacheObserver {
+  running(r: CachedResource): void;
+  dropped(r: CachedResource): void;
+}
+
+export interface CacheOptions {
+  /** Keep objects' bytes in shared memory, for worker threads to serve. */
+  sharedBytes?: boolean | undefined;
+}
+
+export class Cache implements CacheView {
   readonly #byGroupResource = new Map<string, CachedResource>();
   readonly #pools: UpstreamPools;
   readonly #logger: Logger;
@@ -88,6 +90,8 @@ export class Cache {
   readonly #customRunning = new Map<string, string>();
   readonly #stopping = new Set<Promise<void>>();
   readonly #abort = new AbortController();
+  readonly #observers = new Set<CacheObserver>();
+  readonly #sharedBytes: boolean;
   #definitions: Definitions | undefined;
   #watchesEnded = false;
   #startedAt = 0;
@@ -100,7 +104,9 @@ export class Cache {
     metrics: CacheMetrics,
     policy: ConsistentReadPolicy = { default: 'verify', byResource: {} },
     resourceOptions: Record<string, ResourceOptions> = {},
+    options: CacheOptions = {},
   ) {
+    this.#sharedBytes = options.sharedBytes ?? false;
     this.#policy = policy;
     this.#resourceOptions = resourceOptions;
     this.#pools = pools;
@@ -199,8 +205,7 @@ export class Cache {
       return false;
     }
     this.#failed.delete(name);
-    const fieldIndexes = [...new Set([...(info.group === '' ? (DEFAULT_FIELD_INDEXES[info.resource] ?? []) : []), ...(options.indexes ?? [])])];
-    const store = new Store({ fieldIndexes });
+    const store = new Store({ fieldIndexes: fieldIndexesFor(info, options) });
     const selector = selection ? { labelSelector: selection.labelSelector, fieldSelector: selection.fieldSelector } : undefined;
     const reflector = new Reflector({
       info,
@@ -208,6 +213,7 @@ export class Cache {
       store,
       logger: this.#logger,
       selector,
+      sharedBytes: this.#sharedBytes,
       hooks: {
         relisted: (objects, bytes, seconds) => {
           this.#metrics.relisted(name, objects, bytes, seconds);
@@ -218,7 +224,7 @@ export class Cache {
     });
     const watchers = new WatcherRegistry(store);
     if (this.#watchesEnded) watchers.endAll();
-    this.#byGroupResource.set(`${info.group}/${info.resource}`, {
+    const resource: CachedResource = {
       name,
       info,
       store,
@@ -227,10 +233,19 @@ export class Cache {
       consistentReads: this.#consistentReads(name),
       selection,
       watchers,
-    });
+    };
+    this.#byGroupResource.set(`${info.group}/${info.resource}`, resource);
     this.#metrics.observe(name, store, watchers);
+    for (const o of this.#observers) o.running(resource);
     reflector.start();
     return true;
+  }
+
+  /** Tells `o` of every resource cached now and from now on, and of each one dropped. */
+  observe(o: CacheObserver): () => void {
+    this.#observers.add(o);
+    for (const r of this.resources) o.running(r);
+    return () => this.#observers.delete(o);
   }
 
   /**
@@ -242,6 +257,7 @@ export class Cache {
     this.#byGroupResource.delete(`${r.info.group}/${r.info.resource}`);
     r.watchers.endAll();
     this.#metrics.forget(r.name);
+    for (const o of this.#observers) o.dropped(r);
     const stopped = r.reflector.stop().finally(() => this.#stopping.delete(stopped));
     this.#stopping.add(stopped);
   }
@@ -348,8 +364,13 @@ export class Cache {
   }
 }
 
+/** The fields a resource's store indexes: the defaults for a built-in one and those configured. */
+export function fieldIndexesFor(info: ResourceInfo, options: ResourceOptions): string[] {
+  return [...new Set([...(info.group === '' ? (DEFAULT_FIELD_INDEXES[info.resource] ?? []) : []), ...(options.indexes ?? [])])];
+}
+
 /** The upstream selection of a resource, checked against what the apiserver lets it select. */
-function resolveSelection(info: ResourceInfo, options: ResourceOptions): Selection | undefined {
+export function resolveSelection(info: ResourceInfo, options: ResourceOptions): Selection | undefined {
   const name = resourceName(info);
   const selectable = fieldsOfResource(info);
   for (const field of options.indexes ?? []) {

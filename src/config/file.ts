@@ -76,6 +76,7 @@ export const configSchema = z.strictObject({
     })
     .optional(),
   listen: z.string().optional(),
+  workers: z.number().int().min(1).optional(),
   tls: z.strictObject({ certFile: z.string(), keyFile: z.string(), clientCAFile: z.string().optional() }).optional(),
   authentication: z
     .strictObject({
@@ -183,6 +184,7 @@ export function configToArgs(c: ConfigFile): string[] {
   flag('context', c.upstream?.context);
   for (const s of c.upstream?.servers ?? []) flag('upstream-server', s);
   flag('listen', c.listen);
+  flag('workers', c.workers);
   flag('tls-cert-file', c.tls?.certFile);
   flag('tls-private-key-file', c.tls?.keyFile);
   flag('client-ca-file', c.tls?.clientCAFile);

@@ -1,5 +1,6 @@
 // Command-line options. Every option has a working default, so `levee` alone runs against the
 // cluster of the current kubeconfig on a loopback port.
+import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import type { LevelWithSilent } from 'pino';
 import type { AuthMode } from '../auth/authenticate.ts';
@@ -55,6 +56,8 @@ export interface Options {
   coalesceMaxBytes: number;
   /** Consistent reads answering at least this many bytes wait for the proof of freshness. */
   consistentReadProofBytes: number;
+  /** Threads that serve clients, sharing one cache. */
+  workers: number;
 }
 
 export const USAGE = `Usage: levee [options]
@@ -154,6 +157,9 @@ Options:
   --shutdown-delay-duration DURATION
                              on SIGTERM or SIGINT, how long Levee keeps serving with /readyz failing
                              before it stops accepting, so load balancers notice first (default: 0s)
+  --workers N                threads that serve clients on the listener, sharing one cache; each
+                             takes connections as the kernel spreads them (default: the CPUs
+                             Levee may run on)
   --log-level LEVEL          trace, debug, info (default), warn, error, silent
   -h, --help                 this text
 `;
@@ -229,6 +235,7 @@ function parseArgv(argv: string[]): Options | 'help' {
         'flow-queue-wait': { type: 'string' },
         'flow-queue-length': { type: 'string' },
         'log-level': { type: 'string', default: 'info' },
+        workers: { type: 'string' },
         'shutdown-grace-period': { type: 'string', default: '30s' },
         'discovery-cache-ttl': { type: 'string', default: '5s' },
         'coalesce-max-bytes': { type: 'string', default: '4194304' },
@@ -264,6 +271,10 @@ function parseArgv(argv: string[]): Options | 'help' {
     if (v === undefined) return fallback;
     if (!/^\d+$/.test(v)) throw new UsageError(`--${flag}: "${v}" is not a whole number`);
     return Number(v);
+  };
+  const atLeastOne = (flag: string, n: number): number => {
+    if (n < 1) throw new UsageError(`--${flag}: must be at least 1`);
+    return n;
   };
   const duration = (flag: string): number => {
     try {
@@ -320,6 +331,7 @@ function parseArgv(argv: string[]): Options | 'help' {
     discoveryTtlMs: duration('discovery-cache-ttl'),
     coalesceMaxBytes: count('coalesce-max-bytes', 4194304),
     consistentReadProofBytes: count('consistent-read-proof-bytes', 1048576),
+    workers: atLeastOne('workers', count('workers', availableParallelism())),
   };
 }
 

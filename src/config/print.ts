@@ -30,6 +30,7 @@ export function effectiveConfig(o: Options): ConfigFile {
       ...(o.upstreamServers.length ? { servers: o.upstreamServers } : {}),
     },
     listen: o.listen,
+    workers: o.workers,
     ...(o.tlsCertFile && o.tlsKeyFile ? { tls: { certFile: o.tlsCertFile, keyFile: o.tlsKeyFile, ...(o.clientCAFile ? { clientCAFile: o.clientCAFile } : {}) } } : {}),
     authentication: {
       mode: o.auth,

@@ -130,3 +130,18 @@ export function limitsFrom(o: {
     Object.fromEntries(CLASSES.map((c) => [c, q(r[c])])) as Record<PriorityClass, FairQueueOptions>;
   return { requests: per(o.requests), upstream: per(o.upstream) };
 }
+
+/**
+ * One thread's share of limits meant for the whole process, when `threads` serve it (workers.ts):
+ * each thread's seats are the total divided among them, rounded up, so the apiserver never sees
+ * more than the configured bound plus one a thread. Queues stay as they are: a thread's queues
+ * hold only its own clients.
+ */
+export function shareOf(limits: FlowControlLimits, threads: number): FlowControlLimits {
+  if (threads <= 1) return limits;
+  const share = (r: Record<PriorityClass, FairQueueOptions>) =>
+    Object.fromEntries(
+      Object.entries(r).map(([c, o]) => [c, { ...o, seats: Number.isFinite(o.seats) ? Math.max(1, Math.ceil(o.seats / threads)) : o.seats }]),
+    ) as Record<PriorityClass, FairQueueOptions>;
+  return { requests: share(limits.requests), upstream: share(limits.upstream) };
+}

@@ -14,6 +14,11 @@ export interface ListenerOptions {
   port: number;
   tls?: CertificateFiles | undefined;
   logger?: Logger | undefined;
+  /**
+   * Share the port with other listeners of this process (SO_REUSEPORT): the kernel spreads new
+   * connections over the worker threads that each listen on it.
+   */
+  reusePort?: boolean | undefined;
 }
 
 export interface Handlers {
@@ -145,7 +150,7 @@ export async function listen(opts: ListenerOptions, handlers: Handlers): Promise
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(opts.port, opts.host, () => {
+    server.listen({ port: opts.port, host: opts.host, reusePort: opts.reusePort ?? false }, () => {
       server.off('error', reject);
       resolve();
     });

@@ -5,6 +5,7 @@ import type { FlowObserver } from '../flow/flowcontrol.ts';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { readFileSync } from 'node:fs';
 import type { Store } from '../store/store.ts';
+import { ThreadMetrics } from './threads.ts';
 
 // package.json sits next to src/ and next to dist/ (the image copies it), one level above this folder's parent.
 const LEVEE_VERSION = ((): string => {
@@ -40,16 +41,26 @@ export class GatewayMetrics {
   readonly forwards: Counter<'reason'>;
   readonly cache: CacheMetrics;
   readonly #seen = new Set<string>();
+  readonly #threads: ThreadMetrics | undefined;
 
-  constructor() {
-    collectDefaultMetrics({ register: this.registry });
-    // As kubernetes_build_info: which Levee and which Node a series came from.
-    new Gauge({
-      name: 'levee_build_info',
-      help: 'Always 1; labelled with the version of Levee and of the Node.js runtime.',
-      labelNames: ['version', 'node_version'],
-      registers: [this.registry],
-    }).set({ version: LEVEE_VERSION, node_version: process.version }, 1);
+  /**
+   * `threads`: how many threads of the process keep metrics (workers.ts); each scrape adds theirs
+   * up. `worker`: this is not the main thread, whose process_ and nodejs_ metrics and build info
+   * speak for the process (added up, the process's would count once per thread).
+   */
+  constructor(opts: { threads?: number; worker?: boolean } = {}) {
+    const threads = opts.threads ?? 1;
+    if (threads > 1) this.#threads = new ThreadMetrics(this.registry, threads);
+    if (!opts.worker) {
+      collectDefaultMetrics({ register: this.registry });
+      // As kubernetes_build_info: which Levee and which Node a series came from.
+      new Gauge({
+        name: 'levee_build_info',
+        help: 'Always 1; labelled with the version of Levee and of the Node.js runtime.',
+        labelNames: ['version', 'node_version'],
+        registers: [this.registry],
+      }).set({ version: LEVEE_VERSION, node_version: process.version }, 1);
+    }
     this.cache = new CacheMetrics(this.registry);
     this.forwards = new Counter({
       name: 'levee_read_forwarded_total',
@@ -77,6 +88,15 @@ export class GatewayMetrics {
       labelNames,
       registers: [this.registry],
     });
+  }
+
+  /** The process's metrics in the text format: every thread's, added up. */
+  render(): Promise<string> {
+    return this.#threads ? this.#threads.metrics() : this.registry.metrics();
+  }
+
+  close(): void {
+    this.#threads?.close();
   }
 
   /**
@@ -346,6 +366,11 @@ export class CacheMetrics {
 
   consistentBytes(resource: string, source: 'cache' | 'upstream', bytes: number): void {
     this.#consistentBytes.inc({ resource, source }, bytes);
+  }
+
+  /** A worker thread's replica of a resource: only its watchers count here; the owner's store counts the rest once. */
+  observeWatchers(resource: string, watchers: { readonly size: number }): void {
+    this.#watchers.set(resource, watchers);
   }
 
   observe(resource: string, store: Store, watchers?: { readonly size: number }): void {

@@ -12,13 +12,17 @@ export type Decoder = (raw: Buffer) => CachedObject;
 
 /**
  * `transform` turns an object's bytes into what is kept of it, for a store no client reads (the
- * CustomResourceDefinitions Levee follows keep a summary, not their schemas).
+ * CustomResourceDefinitions Levee follows keep a summary, not their schemas). `shared` keeps each
+ * object's bytes in a SharedArrayBuffer of its own, so the worker threads that serve them read the
+ * one copy (docs/design.md, "Workers").
  */
-export function decoder(info: ResourceInfo, transform?: (raw: Buffer) => Buffer): Decoder {
+export function decoder(info: ResourceInfo, transform?: (raw: Buffer) => Buffer, shared = false): Decoder {
   const prefix = typeMetaPrefix({ kind: info.kind, apiVersion: apiVersionOf(info) });
   const selectable = fieldsOfResource(info);
   return (raw) => {
-    const { item, typed } = toItem(transform ? transform(raw) : raw, prefix);
+    const normalized = toItem(transform ? transform(raw) : raw, prefix);
+    const item = shared ? sharedCopy(normalized.item) : normalized.item;
+    const typed = normalized.typed;
     const obj = JSON.parse(item.toString('utf8')) as ObjectMeta;
     const meta = obj.metadata ?? {};
     const name = meta.name ?? '';
@@ -38,4 +42,15 @@ export function decoder(info: ResourceInfo, transform?: (raw: Buffer) => Buffer)
       typed,
     };
   };
+}
+
+/**
+ * The bytes in memory every thread can read. One SharedArrayBuffer per object rather than slabs:
+ * an object's memory is then freed when no thread holds it any more (garbage collection counts
+ * every thread's references), with nothing to compact as objects change.
+ */
+export function sharedCopy(bytes: Buffer): Buffer {
+  const copy = Buffer.from(new SharedArrayBuffer(bytes.length));
+  bytes.copy(copy);
+  return copy;
 }

@@ -49,6 +49,8 @@ export interface ReflectorOptions {
   progressIntervalMs?: number;
   /** What of each object the store keeps, when not its bytes as received (see decoder). */
   transform?: ((raw: Buffer) => Buffer) | undefined;
+  /** Keep objects' bytes in shared memory, for worker threads to serve (see decoder). */
+  sharedBytes?: boolean | undefined;
 }
 
 /** The window is gone: the only way on is a fresh list. */
@@ -81,7 +83,7 @@ export class Reflector {
 
   constructor(opts: ReflectorOptions) {
     this.#o = opts;
-    this.#decode = decoder(opts.info, opts.transform);
+    this.#decode = decoder(opts.info, opts.transform, opts.sharedBytes);
     this.#log = opts.logger.child({ resource: `${opts.info.resource}${opts.info.group ? `.${opts.info.group}` : ''}` });
   }
 

@@ -4,7 +4,7 @@
 // Whatever cannot be answered comes back as a forward reason, counted once, here.
 import type { ResourceAttributes } from '../api/attributes.ts';
 import { goQuery, rawQueryOf } from '../api/query.ts';
-import type { Cache, CachedResource } from '../cache/cache.ts';
+import type { CacheView, CachedResource } from '../cache/view.ts';
 import type { AccessGuard } from '../auth/guard.ts';
 import { isImpersonationHeader } from '../auth/impersonation.ts';
 import type { Entry as WatchEntry, WatchReauthorizer } from '../auth/watchrecheck.ts';
@@ -27,7 +27,7 @@ import { serveWatch } from './watch.ts';
 export interface AnswerDeps {
   guard: AccessGuard;
   metrics: GatewayMetrics;
-  cache?: Cache | undefined;
+  cache?: CacheView | undefined;
   watchReauthorizer?: WatchReauthorizer | undefined;
   flow?: FlowController | undefined;
   rules?: (() => readonly Rule[]) | undefined;

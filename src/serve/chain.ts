@@ -19,7 +19,7 @@ import type { Status } from '../api/types.ts';
 import { isLongRunning, type RequestInfo } from '../api/requestinfo.ts';
 import type { AccessGuard } from '../auth/guard.ts';
 import type { WatchReauthorizer } from '../auth/watchrecheck.ts';
-import type { Cache } from '../cache/cache.ts';
+import type { CacheView } from '../cache/view.ts';
 import type { DiscoveryCache } from '../discovery/discovery.ts';
 import type { FlowController } from '../flow/flowcontrol.ts';
 import type { Rule } from '../flow/rules.ts';
@@ -47,7 +47,7 @@ export interface ChainDeps {
   health: Health;
   logger: Logger;
   guard: AccessGuard;
-  cache?: Cache | undefined;
+  cache?: CacheView | undefined;
   watchReauthorizer?: WatchReauthorizer | undefined;
   /** Flow control; without it every request is taken at once. */
   flow?: FlowController | undefined;

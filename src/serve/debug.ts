@@ -3,10 +3,11 @@
 // the apiserver allows to get the path (a SubjectAccessReview with nonResourceAttributes, as the
 // apiserver guards its own /debug paths: RBAC `nonResourceURLs: ["/debug/levee/*"]`). Every other
 // /debug path belongs to the apiserver and is forwarded.
+import { threadId } from 'node:worker_threads';
 import { newInternalError } from '../api/status.ts';
 import type { Credential } from '../auth/authenticate.ts';
 import type { AccessGuard } from '../auth/guard.ts';
-import type { Cache, CachedResource } from '../cache/cache.ts';
+import type { CacheView, CachedResource } from '../cache/view.ts';
 import type { DownstreamResponse } from '../http/downstream.ts';
 import { writeStatus, writeText } from '../http/respond.ts';
 
@@ -36,6 +37,8 @@ export interface ResourceState {
 }
 
 export interface CacheState {
+  /** The thread that answered: 0 for the main thread, which owns the cache; others serve replicas of it. */
+  thread: number;
   resources: ResourceState[];
   /** Resources not answered from memory yet, and why. */
   unsynced: string[];
@@ -72,9 +75,10 @@ export function resourceState(r: CachedResource, now = Date.now()): ResourceStat
   return state;
 }
 
-export function cacheState(cache: Cache | undefined): CacheState {
-  if (!cache) return { resources: [], unsynced: [], waiting: [] };
+export function cacheState(cache: CacheView | undefined): CacheState {
+  if (!cache) return { thread: threadId, resources: [], unsynced: [], waiting: [] };
   return {
+    thread: threadId,
     resources: cache.resources.map((r) => resourceState(r)).sort((a, b) => a.resource.localeCompare(b.resource)),
     unsynced: cache.unsynced(),
     waiting: cache.waiting(),
@@ -90,7 +94,7 @@ export async function serveDebug(
   res: DownstreamResponse,
   credential: Credential,
   guard: AccessGuard,
-  cache: Cache | undefined,
+  cache: CacheView | undefined,
 ): Promise<number> {
   const admission = await guard.admit(credential, { verb: 'get', path });
   if (admission.allowed === false) {

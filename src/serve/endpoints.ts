@@ -18,7 +18,7 @@ export function serveOwnEndpoint(health: Health, metrics: GatewayMetrics, method
       return true;
     }
     case '/metrics':
-      metrics.registry.metrics().then(
+      metrics.render().then(
         (text) => writeText(res, 200, text, metrics.registry.contentType),
         (err: unknown) => writeStatus(res, newInternalError(String(err))),
       );

@@ -159,7 +159,9 @@ rules:
 });
 
 test('a forwarded request\'s token is not reviewed by Levee unless a rule names users; allow does not exempt from flow control', async () => {
-  await withLevee(`cache: { resources: [configmaps] }\n`, async (l) => {
+  // One thread: each thread reviews a token it has not seen, and a connection may land on either
+  // (README, "Workers").
+  await withLevee(`cache: { resources: [configmaps] }\nworkers: 1\n`, async (l) => {
     for (let i = 0; i < 5; i++) assert.equal((await ask(l, `/api/v1/namespaces/${ns}/secrets`, env.tokens.admin)).status, 200);
     assert.equal(await tokenReviews(l), 0, 'forwarded requests are the apiserver\'s to authenticate');
     // An answer from the cache is Levee's to authorize: the token is reviewed then (once, then cached).
@@ -168,6 +170,7 @@ test('a forwarded request\'s token is not reviewed by Levee unless a rule names 
   });
   await withLevee(
     `cache: { resources: [configmaps] }
+workers: 1
 flowControl: { maxRequestsInflight: 1, queueLength: 1, queueWait: 2s }
 rules:
   - name: alice-passes

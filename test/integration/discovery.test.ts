@@ -119,7 +119,8 @@ test('a user the apiserver refuses discovery to gets its 403 and no cached byte'
 });
 
 test('repeated discovery requests reach the apiserver at most once per TTL, revalidated with 304', async () => {
-  const l = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra: ['--cache', 'configmaps', '--discovery-cache-ttl', '1s'] });
+  // One thread: each keeps its own discovery cache (README, "Workers"), fetched once per TTL.
+  const l = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra: ['--workers', '1', '--cache', 'configmaps', '--discovery-cache-ttl', '1s'] });
   try {
     const fetched = (code: string) => metric(l.url.origin, new RegExp(`^levee_discovery_upstream_requests_total\\{code="${code}"\\} (\\d+)`));
     const started = Date.now();

@@ -54,7 +54,9 @@ test('past its seats and queues a user gets APF\'s 429 with Retry-After; system:
   const levee: LeveeProcess = await startLevee({
     kubeconfig: env.kubeconfig,
     tls: env.leveeServing,
-    extra: ['--cache', 'configmaps', '--client-ca-file', env.caFile, '--max-requests-inflight', '1', '--flow-queue-length', '1', '--flow-queue-wait', '2s'],
+    // One thread: each thread has its share of the seats, its own queues and the users it knows
+    // (README, "Workers"); this pins one thread's.
+    extra: ['--workers', '1', '--cache', 'configmaps', '--client-ca-file', env.caFile, '--max-requests-inflight', '1', '--flow-queue-length', '1', '--flow-queue-wait', '2s'],
   });
   try {
     const path = `/api/v1/namespaces/${ns}/secrets`;
@@ -109,7 +111,8 @@ test('a resource that cannot sync: not ready, reads forwarded under the upstream
   const levee = await startLevee({
     kubeconfig: writeKubeconfig(env.server, env.caFile, env.tokens.bob),
     tls: env.leveeServing,
-    extra: ['--cache', 'secrets,configmaps', '--upstream-max-requests-inflight', '1', '--flow-queue-length', '1', '--flow-queue-wait', '5s', '--coalesce-max-bytes', '0'],
+    // One thread, whose rejections lengthen its Retry-After (each thread counts its own).
+    extra: ['--workers', '1', '--cache', 'secrets,configmaps', '--upstream-max-requests-inflight', '1', '--flow-queue-length', '1', '--flow-queue-wait', '5s', '--coalesce-max-bytes', '0'],
   });
   try {
     const ready = await get(levee.url.origin, '/readyz?verbose', env.tokens.alice);

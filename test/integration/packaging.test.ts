@@ -37,8 +37,9 @@ for (const file of manifests) {
 }
 
 test('Levee serves, drains and exits without writing any file (read-only root filesystem)', async () => {
-  // Node's permission model: reads anywhere, no file writes, no child processes, no workers.
-  const levee = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, nodeFlags: ['--permission', '--allow-fs-read=*'], extra: ['--cache', 'configmaps'] });
+  // Node's permission model: reads anywhere, no file writes, no child processes; worker threads
+  // (--workers) allowed.
+  const levee = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, nodeFlags: ['--permission', '--allow-fs-read=*', '--allow-worker'], extra: ['--workers', '2', '--cache', 'configmaps'] });
   const agent = agentFor(env.caFile);
   try {
     let ready = 0;

@@ -265,7 +265,8 @@ test('through Levee, service-account tokens cost one TokenReview in all; refused
   const l = await startLevee({
     kubeconfig: leveeKubeconfig,
     tls: env.leveeServing,
-    extra: ['--cache', 'configmaps,pods', '--authentication-local-serviceaccount-tokens', '--authorization-local-rbac'],
+    // One thread: each thread learns the audiences from a review of its own (README, "Workers").
+    extra: ['--workers', '1', '--cache', 'configmaps,pods', '--authentication-local-serviceaccount-tokens', '--authorization-local-rbac'],
   });
   levee = l;
   await waitFor('levee ready', async () => (await get(`${l.url.origin}/readyz`, agent)).status === 200, 30_000);

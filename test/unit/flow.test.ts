@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { dealHand, FairQueue, RejectedError, type Grant } from '../../src/flow/fairqueue.ts';
-import { classify, isExempt, limitsFrom } from '../../src/flow/flowcontrol.ts';
+import { classify, isExempt, limitsFrom, shareOf } from '../../src/flow/flowcontrol.ts';
 import { WarmupBackoff } from '../../src/flow/warmup.ts';
 import { parseRequestInfo } from '../../src/api/requestinfo.ts';
 
@@ -105,4 +105,16 @@ test('warm-up Retry-After grows with the rejections of that resource lately, and
   assert.ok(warmup.retryAfter('/secrets') > 1);
   now += 20_000;
   assert.equal(warmup.retryAfter('/secrets'), 1);
+});
+
+test('threads share the process\'s seats: each gets its part rounded up, so together they hold at most one more each', () => {
+  const limits = limitsFrom({ requests: { read: 50, mutating: 3, 'long-running': 0 }, upstream: { read: 5, mutating: 1, 'long-running': 7 }, queueWaitMs: 1000, queueLength: 10 });
+  assert.deepEqual(shareOf(limits, 1), limits);
+  const half = shareOf(limits, 2);
+  assert.deepEqual(
+    [half.requests.read.seats, half.requests.mutating.seats, half.requests['long-running'].seats, half.upstream.read.seats, half.upstream.mutating.seats, half.upstream['long-running'].seats],
+    [25, 2, Infinity, 3, 1, 4],
+  );
+  assert.equal(half.requests.read.queueLength, 10, 'queues stay: each thread queues only its own clients');
+  assert.equal(shareOf(limits, 16).upstream.read.seats, 1, 'never no seat at all');
 });
