@@ -106,6 +106,8 @@ export interface TestEnv {
   informer: string;
   /** The linearizability checker of consistent reads (testenv/cmd/linearizability). */
   linearizability: string;
+  /** The HTTPS load generator of the throughput benchmarks (testenv/cmd/load). */
+  load: string;
   etcd: string;
   tokens: Record<TokenUser, string>;
   clientCerts: Record<CertUser, CertPair>;
@@ -471,6 +473,7 @@ async function upLocked(bare: boolean, nodes: number | undefined): Promise<TestE
     kubectl: bins.kubectl,
     informer: bins.informer,
     linearizability: bins.linearizability,
+    load: bins.load,
     etcd: etcdUrl,
     tokens,
     clientCerts: {
@@ -913,6 +916,7 @@ const GO_PACKAGES = {
   pki: { module: MODULE_DIR, pkg: './cmd/pki' },
   informer: { module: MODULE_DIR, pkg: './cmd/informer' },
   linearizability: { module: MODULE_DIR, pkg: './cmd/linearizability' },
+  load: { module: MODULE_DIR, pkg: './cmd/load' },
   kwok: { module: KWOK_MODULE_DIR, pkg: 'sigs.k8s.io/kwok/cmd/kwok', controlPlane: true },
   // Kubernetes' own end-to-end suite and the ginkgo CLI that runs it in parallel, for the
   // conformance runs (test/conformance/): the suite needs a cluster, so not for a bare one.
@@ -953,6 +957,8 @@ interface Binaries {
   pki: string;
   informer: string;
   linearizability: string;
+  /** The HTTPS load generator of the throughput benchmarks (testenv/cmd/load). */
+  load: string;
   kubeControllerManager?: string;
   kubeScheduler?: string;
   kwok?: string;
@@ -1014,7 +1020,7 @@ async function ensureBinaries(bare: boolean): Promise<Binaries> {
   const assets = process.env.KUBEBUILDER_ASSETS;
   const prebuilt = (name: Binary): string | undefined => {
     // Levee's own test programs and KWOK are always built here.
-    if (!assets || name === 'pki' || name === 'informer' || name === 'linearizability' || name === 'kwok') return undefined;
+    if (!assets || name === 'pki' || name === 'informer' || name === 'linearizability' || name === 'load' || name === 'kwok') return undefined;
     const p = path.join(assets, name);
     if (fs.existsSync(p)) return p;
     if (name === 'kube-apiserver' || name === 'etcd') throw new Error(`KUBEBUILDER_ASSETS=${assets} has no ${name}`);
@@ -1051,6 +1057,7 @@ async function ensureBinaries(bare: boolean): Promise<Binaries> {
     pki: paths.pki!,
     informer: paths.informer!,
     linearizability: paths.linearizability!,
+    load: paths.load!,
     kubeControllerManager: paths['kube-controller-manager'],
     kubeScheduler: paths['kube-scheduler'],
     kwok: paths.kwok,
