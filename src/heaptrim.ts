@@ -44,10 +44,15 @@ type Collect = (options: { type: 'major'; execution: 'sync'; flavor: 'last-resor
  * 'last-resort' flavor is V8's memory-reducing collection (the one a low-memory notification runs).
  */
 function collector(): Collect {
-  setFlagsFromString('--expose-gc');
-  const gc = runInNewContext('gc') as Collect;
-  setFlagsFromString('--no-expose-gc');
-  return gc;
+  // V8's flags are the process's: a worker thread starting at the same moment may turn the flag
+  // off between this thread's two steps, and the new context then has no gc. Asked again, it has.
+  for (let attempt = 0; ; attempt++) {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('typeof gc === "function" ? gc : undefined') as Collect | undefined;
+    setFlagsFromString('--no-expose-gc');
+    if (gc) return gc;
+    if (attempt === 100) throw new Error('V8 did not expose gc to a new context');
+  }
 }
 
 /** Starts the idle trim; returns its stop. */

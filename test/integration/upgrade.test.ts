@@ -119,9 +119,11 @@ test('in trust-loopback mode a credential-less upgrade travels with Levee\'s own
 
 test('upgrades pass the rules and flow control: a denied exec never reaches the apiserver, a tunnel holds its seat while open', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'levee-upgrade-'));
+  // One thread: each thread has its share of the seats (README, "Workers"); this pins one's.
   writeFileSync(
     join(dir, 'levee.yaml'),
     `cache: { resources: [] }
+workers: 1
 flowControl: { maxLongRunningRequests: 1, queueLength: 1, queueWait: 1s }
 rules:
   - name: no-exec
