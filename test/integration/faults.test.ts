@@ -372,11 +372,16 @@ test('e. the upstream connection stops passing bytes without closing', async () 
   });
 });
 
-/** How many watches Levee serves from its cache of the namespace's configmaps now. */
+/**
+ * How many watches Levee serves from its cache of configmaps now, on every thread: /metrics adds
+ * the threads up, where /debug/levee/cache answers for the one thread the request reached.
+ */
 async function configmapWatchers(): Promise<number> {
-  const r = await get(`${origin()}/debug/levee/cache/configmaps`, agent, env.tokens.admin);
+  const r = await get(`${origin()}/metrics`, agent, env.tokens.admin);
   assert.equal(r.status, 200, r.body);
-  return (JSON.parse(r.body) as { watchers: number }).watchers;
+  const m = /^levee_watchers\{resource="configmaps"\} (\d+)$/m.exec(r.body);
+  assert.ok(m, 'no levee_watchers series for configmaps');
+  return Number(m[1]);
 }
 
 test('f. clients that stop reading their watch and their LIST', async () => {
