@@ -47,14 +47,13 @@ export interface GatewayConfig {
   coalesceMaxBytes?: number | undefined;
   /** Consistent reads answering at least this many bytes wait for the proof of freshness (serve/decide.ts). */
   consistentReadProofBytes?: number | undefined;
-  /**
-   * Threads sharing this one's cache (workers.ts): the cache keeps objects' bytes in shared memory
-   * and feeds their replicas, and the listener shares its port with theirs.
-   */
-  feedsWorkers?: boolean | undefined;
   /** This gateway runs in a worker thread: its cache is a replica fed over this port. */
   replicaOf?: MessagePort | undefined;
-  /** Threads of this process that serve (workers.ts), this one included; their metrics are scraped as one. */
+  /**
+   * Threads of this process that serve (workers.ts), this one included. With more than one, the
+   * listener shares its port with theirs and metrics are scraped as one; the main thread's cache
+   * keeps objects' bytes in shared memory and feeds the workers' replicas.
+   */
   threads?: number | undefined;
 }
 
@@ -88,7 +87,7 @@ export const DEFAULT_SECURITY: SecurityTuning = {
 export interface Gateway {
   url: URL;
   metrics: GatewayMetrics;
-  /** Feeds worker threads' replicas of the cache, when config.feedsWorkers. */
+  /** Feeds worker threads' replicas of the cache, on the main thread when there are workers. */
   feed: CacheFeed | undefined;
   /**
    * Shuts down gracefully: /readyz fails at once; after `delayMs` (still serving, so load balancers
@@ -115,6 +114,8 @@ export async function startGateway(config: GatewayConfig): Promise<Gateway> {
   }
   const security = { ...DEFAULT_SECURITY, ...config.security };
   const pools = new UpstreamPools(config.upstream);
+  const threaded = (config.threads ?? 1) > 1;
+  const feedsWorkers = threaded && !config.replicaOf;
   const metrics = new GatewayMetrics({ threads: config.threads, worker: config.replicaOf !== undefined });
   const health = new Health();
   const specs = [
@@ -125,8 +126,8 @@ export async function startGateway(config: GatewayConfig): Promise<Gateway> {
   if (specs.length > 0 && config.replicaOf) {
     cache = new ReplicaCache(config.replicaOf, pools, config.logger, metrics.cache, config.consistentReads, config.resourceOptions);
   } else if (specs.length > 0) {
-    const owned = new Cache(pools, specs, config.logger, metrics.cache, config.consistentReads, config.resourceOptions, { sharedBytes: config.feedsWorkers });
-    if (config.feedsWorkers) feed = new CacheFeed(owned);
+    const owned = new Cache(pools, specs, config.logger, metrics.cache, config.consistentReads, config.resourceOptions, { sharedBytes: feedsWorkers });
+    if (feedsWorkers) feed = new CacheFeed(owned);
     cache = owned;
   }
   const localRbac =
@@ -202,8 +203,7 @@ export async function startGateway(config: GatewayConfig): Promise<Gateway> {
   });
   let listener: Listener;
   try {
-    const reusePort = config.feedsWorkers === true || config.replicaOf !== undefined;
-    listener = await listen({ host, port, tls: config.tls, logger: config.logger, reusePort }, handlers);
+    listener = await listen({ host, port, tls: config.tls, logger: config.logger, reusePort: threaded }, handlers);
   } catch (err) {
     feed?.close();
     serviceAccountTokens?.stop();
@@ -213,7 +213,7 @@ export async function startGateway(config: GatewayConfig): Promise<Gateway> {
   }
   // With worker threads, Levee is listening once they are too (cli.ts says so then).
   if (config.replicaOf) config.logger.info({ url: listener.url.href }, 'worker thread listening');
-  else if (!config.feedsWorkers) announceListening(config, listener.url);
+  else if (!threaded) announceListening(config, listener.url);
   return {
     url: listener.url,
     metrics,

@@ -19,7 +19,7 @@ async function main(): Promise<void> {
     const logger = createLogger(options.logLevel).child({ worker: data.index });
     const upstream = borrowedUpstream(data.upstream, data.credentials as MessagePort);
     const listen = options.listen.replace(/:\d+$/, `:${data.port}`);
-    const gateway = await startGateway({ ...gatewayConfig(options, upstream, logger), listen, feedsWorkers: false, replicaOf: data.feed as MessagePort });
+    const gateway = await startGateway({ ...gatewayConfig(options, upstream, logger), listen, replicaOf: data.feed as MessagePort });
     const stopTrim = startHeapTrim(logger);
     port.on('message', (m: WorkerControl) => {
       switch (m.t) {

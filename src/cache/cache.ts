@@ -206,7 +206,7 @@ export class Cache implements CacheView {
     }
     this.#failed.delete(name);
     const store = new Store({ fieldIndexes: fieldIndexesFor(info, options) });
-    const selector = selection ? { labelSelector: selection.labelSelector, fieldSelector: selection.fieldSelector } : undefined;
+    const selector = upstreamSelector(selection);
     const reflector = new Reflector({
       info,
       pools: this.#pools,
@@ -222,20 +222,9 @@ export class Cache implements CacheView {
         watchRestarted: (reason) => this.#metrics.watchRestarted(name, reason),
       },
     });
-    const watchers = new WatcherRegistry(store);
-    if (this.#watchesEnded) watchers.endAll();
-    const resource: CachedResource = {
-      name,
-      info,
-      store,
-      reflector,
-      consistency: new ConsistencyProof(this.#pools, info, store, reflector, selector),
-      consistentReads: this.#consistentReads(name),
-      selection,
-      watchers,
-    };
+    const resource = cachedResource(this.#pools, { name, info, store, reflector, selection, consistentReads: this.#consistentReads(name) }, this.#watchesEnded);
     this.#byGroupResource.set(`${info.group}/${info.resource}`, resource);
-    this.#metrics.observe(name, store, watchers);
+    this.#metrics.observe(name, store, resource.watchers);
     for (const o of this.#observers) o.running(resource);
     reflector.start();
     return true;
@@ -362,6 +351,26 @@ export class Cache implements CacheView {
     this.#abort.abort();
     await Promise.all([...this.resources.map((r) => r.reflector.stop()), this.#definitions?.stop(), ...this.#stopping]);
   }
+}
+
+/**
+ * A cached resource around its store and reflector (the owner's, or a replica's view of it): the
+ * proof of freshness asks upstream with the reflector's own selection, and watches opened after
+ * shutdown began end at once.
+ */
+export function cachedResource(
+  pools: UpstreamPools,
+  r: Pick<CachedResource, 'name' | 'info' | 'store' | 'reflector' | 'selection' | 'consistentReads'>,
+  watchesEnded: boolean,
+): CachedResource {
+  const watchers = new WatcherRegistry(r.store);
+  if (watchesEnded) watchers.endAll();
+  return { ...r, consistency: new ConsistencyProof(pools, r.info, r.store, r.reflector, upstreamSelector(r.selection)), watchers };
+}
+
+/** The selector a reflector lists and watches with, from the configured selection. */
+function upstreamSelector(selection: Selection | undefined): { labelSelector: string; fieldSelector: string } | undefined {
+  return selection ? { labelSelector: selection.labelSelector, fieldSelector: selection.fieldSelector } : undefined;
 }
 
 /** The fields a resource's store indexes: the defaults for a built-in one and those configured. */

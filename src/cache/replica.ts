@@ -10,9 +10,7 @@ import type { CacheMetrics } from '../metrics/metrics.ts';
 import type { CachedObject } from '../store/object.ts';
 import { Store } from '../store/store.ts';
 import type { UpstreamPools } from '../upstream/pools.ts';
-import { WatcherRegistry } from '../watch/registry.ts';
-import { fieldIndexesFor, resolveSelection, type ConsistentReadPolicy, type ResourceOptions } from './cache.ts';
-import { ConsistencyProof } from './consistency.ts';
+import { cachedResource, fieldIndexesFor, resolveSelection, type ConsistentReadPolicy, type ResourceOptions } from './cache.ts';
 import type { CacheStatus, FeedMessage, FeedRequest } from './feed.ts';
 import type { CachedResource, CacheView, ReflectorView } from './view.ts';
 
@@ -112,22 +110,11 @@ export class ReplicaCache implements CacheView {
     }
     const store = new Store({ fieldIndexes: fieldIndexesFor(info, options) });
     const reflector = new ReplicaReflector(store, (request) => this.#askBookmark(id, request));
-    const watchers = new WatcherRegistry(store);
-    if (this.#watchesEnded) watchers.endAll();
-    const selector = selection ? { labelSelector: selection.labelSelector, fieldSelector: selection.fieldSelector } : undefined;
-    const resource: CachedResource = {
-      name,
-      info,
-      store,
-      reflector,
-      consistency: new ConsistencyProof(this.#pools, info, store, reflector, selector),
-      consistentReads: this.#policy.byResource[name] ?? this.#policy.default,
-      selection,
-      watchers,
-    };
+    const consistentReads = this.#policy.byResource[name] ?? this.#policy.default;
+    const resource = cachedResource(this.#pools, { name, info, store, reflector, selection, consistentReads }, this.#watchesEnded);
     this.#byId.set(id, { resource, reflector });
     this.#byGroupResource.set(`${info.group}/${info.resource}`, resource);
-    this.#metrics.observeWatchers(name, watchers);
+    this.#metrics.observeWatchers(name, resource.watchers);
   }
 
   #askBookmark(id: number, done: () => void): void {

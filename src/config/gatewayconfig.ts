@@ -34,7 +34,6 @@ export function gatewayConfig(options: Options, upstream: Upstream, logger: Logg
     discoveryTtlMs: options.discoveryTtlMs,
     coalesceMaxBytes: options.coalesceMaxBytes,
     consistentReadProofBytes: options.consistentReadProofBytes,
-    feedsWorkers: options.workers > 1,
     threads: options.workers,
   };
 }

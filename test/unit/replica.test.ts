@@ -54,6 +54,16 @@ function owner(): { source: FeedSource; store: Store; drop: () => void } {
   return { source, store, drop: () => observers.forEach((o) => o.dropped(resource)) };
 }
 
+/** A feed of the owner and a replica at the other end of a real MessageChannel. */
+function connect(source: FeedSource): { feed: CacheFeed; replica: ReplicaCache } {
+  const feed = new CacheFeed(source);
+  const { port1, port2 } = new MessageChannel();
+  feed.attach(port1);
+  const replica = new ReplicaCache(port2, noPools, createLogger('silent'), new GatewayMetrics().cache);
+  replica.start();
+  return { feed, replica };
+}
+
 async function settle(): Promise<void> {
   for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
   await new Promise((r) => setTimeout(r, 20));
@@ -62,11 +72,7 @@ async function settle(): Promise<void> {
 test('a replica follows the owner: list, events, bookmarks and relists, with the same bytes in shared memory', async () => {
   const { source, store, drop } = owner();
   store.replace([obj('a', 5), obj('b', 6)], 10);
-  const feed = new CacheFeed(source);
-  const { port1, port2 } = new MessageChannel();
-  feed.attach(port1);
-  const replica = new ReplicaCache(port2, noPools, createLogger('silent'), new GatewayMetrics().cache);
-  replica.start();
+  const { feed, replica } = connect(source);
   try {
     await settle();
     const r = replica.lookup('', 'configmaps');
@@ -109,11 +115,7 @@ test('a replica follows the owner: list, events, bookmarks and relists, with the
 test('a bookmark asked by a replica is the owner reflector\'s, and the events it brings arrive before the answer', async () => {
   const { source, store } = owner();
   store.replace([obj('a', 5)], 10);
-  const feed = new CacheFeed(source);
-  const { port1, port2 } = new MessageChannel();
-  feed.attach(port1);
-  const replica = new ReplicaCache(port2, noPools, createLogger('silent'), new GatewayMetrics().cache);
-  replica.start();
+  const { feed, replica } = connect(source);
   try {
     await settle();
     const r = replica.lookup('', 'configmaps')!;
