@@ -8,6 +8,7 @@ import { drained, WRITE_CHUNK, type DownstreamResponse } from '../http/downstrea
 import { metadataListEnvelope, metadataOf, partialObjectMetadata } from '../represent/metadata.ts';
 import { encodeListMeta, printedRow, rowBytes, tableEnvelope, type TableForm } from '../represent/table/encode.ts';
 import type { CachedObject } from '../store/object.ts';
+import { joinBytes } from '../store/bytes.ts';
 
 type TableRep = Extract<Representation, { as: 'Table' }>;
 
@@ -58,13 +59,13 @@ export async function writeTableList(
     size += row.length;
     if (size >= WRITE_CHUNK) {
       written += size;
-      if (!res.write(Buffer.concat(parts, size)) && !(await drained(res))) return written;
+      if (!res.write(joinBytes(parts, size)) && !(await drained(res))) return written;
       parts = [];
       size = 0;
     }
   }
   parts.push(tail, NEWLINE);
-  const last = Buffer.concat(parts);
+  const last = joinBytes(parts);
   res.end(last);
   return written + last.length;
 }
@@ -111,13 +112,13 @@ export async function writeMetadataList(
       size += p.length;
     }
     if (size >= WRITE_CHUNK) {
-      if (!res.write(Buffer.concat(parts, size)) && !(await drained(res))) return length;
+      if (!res.write(joinBytes(parts, size)) && !(await drained(res))) return length;
       parts = [];
       size = 0;
     }
   }
   parts.push(tail);
-  res.end(Buffer.concat(parts));
+  res.end(joinBytes(parts));
   return length;
 }
 

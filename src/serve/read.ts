@@ -14,6 +14,7 @@ import { writeStatusAs } from './status.ts';
 import { envelope as protobufEnvelope, fieldHead, listMetaField, metadataMessage, objectMessage, PROTOBUF, wrap } from '../represent/protobuf/objects.ts';
 import type { Representation } from '../api/negotiation.ts';
 import { metadataOfObject, tableOfObject, writeMetadataList, writeTableList } from './converted.ts';
+import { joinBytes } from '../store/bytes.ts';
 
 /** Answered (its status code and body bytes), or the reason the apiserver must answer instead. */
 export type ServeResult = { code: number; bytes: number } | { forward: Stale | 'snapshot-expired' | 'outside-selection' | 'representation' };
@@ -133,7 +134,7 @@ function serveGet(r: CachedResource, plan: ReadPlan, res: DownstreamResponse, re
     if (!m) return { forward: 'representation' };
     body = rep.as === 'object' ? wrap(apiVersionOf(r.info), r.info.kind, m) : wrap(`meta.k8s.io/${rep.version}`, 'PartialObjectMetadata', m);
   } else {
-    body = Buffer.concat([...objectBytes(r.info, o), NEWLINE]);
+    body = joinBytes([...objectBytes(r.info, o), NEWLINE]);
   }
   res.writeHead(200, responseHeaders);
   res.end(body);
@@ -156,13 +157,13 @@ async function writeItems(res: DownstreamResponse, head: Buffer, items: readonly
     parts.push(item);
     size += item.length;
     if (size >= WRITE_CHUNK) {
-      if (!res.write(Buffer.concat(parts, size)) && !(await drained(res))) return;
+      if (!res.write(joinBytes(parts, size)) && !(await drained(res))) return;
       parts = [];
       size = 0;
     }
   }
   parts.push(tail);
-  res.end(Buffer.concat(parts));
+  res.end(joinBytes(parts));
 }
 
 /**
@@ -204,10 +205,10 @@ async function writeBuffers(res: DownstreamResponse, buffers: readonly Buffer[])
     chunk.push(b);
     size += b.length;
     if (size >= WRITE_CHUNK) {
-      if (!res.write(Buffer.concat(chunk, size)) && !(await drained(res))) return;
+      if (!res.write(joinBytes(chunk, size)) && !(await drained(res))) return;
       chunk = [];
       size = 0;
     }
   }
-  res.end(Buffer.concat(chunk, size));
+  res.end(joinBytes(chunk, size));
 }

@@ -5,6 +5,7 @@ import { apiVersionOf, type ResourceInfo } from '../api/resource.ts';
 import type { Status } from '../api/types.ts';
 import type { StoreEvent } from '../store/events.ts';
 import { objectBytes, type CachedObject } from '../store/object.ts';
+import { joinBytes } from '../store/bytes.ts';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
@@ -12,7 +13,7 @@ const lines = new WeakMap<StoreEvent, Map<WatchEventType, Buffer>>();
 const CLOSE = Buffer.from('}\n');
 
 function frame(type: string, parts: Buffer[]): Buffer {
-  return Buffer.concat([Buffer.from(`{"type":"${type}","object":`), ...parts, CLOSE]);
+  return joinBytes([Buffer.from(`{"type":"${type}","object":`), ...parts, CLOSE]);
 }
 
 /**
@@ -67,7 +68,7 @@ export function eventLine(info: ResourceInfo, event: StoreEvent, type: WatchEven
  * (unstructured), and no earlier value can contain the sequence.
  */
 function withResourceVersion(parts: Buffer[], o: CachedObject, rv: number): Buffer[] {
-  const joined = Buffer.concat(parts);
+  const joined = joinBytes(parts);
   const needle = Buffer.from(`"resourceVersion":"${o.resourceVersion}"`);
   const at = joined.indexOf(needle);
   if (at === -1) return [joined];

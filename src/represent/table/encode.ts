@@ -9,6 +9,7 @@ import { goString } from '../gojson.ts';
 import { metadataOf, metadataOfJson, partialObjectMetadata, type MetaVersion } from '../metadata.ts';
 import { encodeRow, type PrintedRow } from './row.ts';
 import { tabulatorOf } from './tabulator.ts';
+import { joinBytes } from '../../store/bytes.ts';
 
 /** metav1.TableOptions' includeObject: what each row carries of its object. */
 export type IncludeObject = 'None' | 'Metadata' | 'Object';
@@ -45,7 +46,7 @@ export function rowBytes(info: ResourceInfo, o: CachedObject, form: TableForm, n
   if (form.includeObject === 'None') object = [NULL];
   else if (form.includeObject === 'Metadata') object = partialObjectMetadata(form.version, metadataOf(info, o));
   else object = objectBytes(info, o);
-  return Buffer.concat([Buffer.from(`{${encodeRow(printed, now)}${OBJECT}`), ...object, CLOSE]);
+  return joinBytes([Buffer.from(`{${encodeRow(printed, now)}${OBJECT}`), ...object, CLOSE]);
 }
 
 /**
@@ -61,7 +62,7 @@ export function rowOfJson(info: ResourceInfo, json: Buffer, typed: boolean, form
   if (form.includeObject === 'None') object = [NULL];
   else if (form.includeObject === 'Metadata') object = partialObjectMetadata(form.version, metadataOfJson(info, json, typed));
   else object = [json];
-  return Buffer.concat([Buffer.from(`{${encodeRow(row, now)}${OBJECT}`), ...object, CLOSE]);
+  return joinBytes([Buffer.from(`{${encodeRow(row, now)}${OBJECT}`), ...object, CLOSE]);
 }
 
 /** The stored object's printed row (kept with it), for a row written from other bytes. */
