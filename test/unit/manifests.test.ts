@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { parseOptions, type Options } from '../../src/config/options.ts';
+import { NODE_FLAGS } from '../../src/nodeflags.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 
@@ -125,4 +126,12 @@ test('the image: a numeric non-root user, a health check, flags Levee accepts', 
   const cmd = JSON.parse(/^CMD (\[.*\])$/m.exec(runtime)![1]!) as string[];
   const o = parseOptions(cmd);
   assert.notEqual(o, 'help');
+});
+
+test('the image and the levee command start Node with the flags the tests and benchmarks use', () => {
+  const dockerfile = readFileSync(resolve(ROOT, 'Dockerfile'), 'utf8');
+  const entrypoint = JSON.parse(/^ENTRYPOINT (\[.*\])$/m.exec(dockerfile)![1]!) as string[];
+  assert.deepEqual(entrypoint, ['node', ...NODE_FLAGS, 'dist/cli.js']);
+  const shebang = readFileSync(resolve(ROOT, 'src/cli.ts'), 'utf8').split('\n', 1)[0]!;
+  assert.equal(shebang, `#!/usr/bin/env -S node ${NODE_FLAGS.join(' ')}`);
 });
