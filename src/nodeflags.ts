@@ -17,8 +17,9 @@
 // heap: 10,000 watches' streams, or 50,000 objects' metadata in every thread. Those pauses (10–60
 // ms) were what a watch event waited behind, and their marking threads took the CPU the serving
 // threads needed. 1.5× leaves 5× fewer full collections. Measured (bench:watch --full, 10,000
-// watchers): full-collection time during the updates 0.28 → 0.08 s per minute, added p99 over
-// the reference watch 22.2 → 10.3 ms, RSS per idle watcher 5.4 → 4.5 KiB; LIST by node with two
-// threads at 50,000 pods: GC threads' CPU 1.9 → 1.1 s per 5 s of load, throughput +10 %. The idle
-// heap trim (heaptrim.ts) still gives the headroom back when the process is quiet.
+// watchers): full-collection time during the updates 0.28 → 0.08 and 0.06 s per minute, added
+// p99 over the reference watch 22.2 → 10.3 and 15.8 ms (noisy: the apiserver shares the two CPUs),
+// RSS per idle watcher 5.4 → 4.5 and 5.6 KiB; LIST by node with two threads at 50,000 pods: GC
+// threads' CPU 1.9 → 1.1 s per 5 s of load, throughput +10 %. The idle heap trim (heaptrim.ts)
+// still gives the headroom back when the process is quiet.
 export const NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1', '--heap-growing-percent=50'];
