@@ -52,6 +52,8 @@ export class CacheFeed {
   /** Messages not sent yet: every change applied in this turn of the event loop goes in one message. */
   #pending: FeedMessage[] = [];
   #flushing = false;
+  /** A resource started or stopped in this turn: the status goes with it, in the same message. */
+  #statusDue = false;
   #lastStatus = '';
   readonly #unobserve: () => void;
   readonly #statusTimer: NodeJS.Timeout;
@@ -102,6 +104,7 @@ export class CacheFeed {
     this.#ids.set(r, { id, unlisten });
     this.#send({ t: 'run', id, name: r.name, info: cloneable(r.info) });
     if (store.synced) this.#send({ t: 'replace', id, resourceVersion: store.resourceVersion, objects: [...store.tree.values()] });
+    this.#statusDue = true;
   }
 
   #dropped(r: CachedResource): void {
@@ -110,6 +113,7 @@ export class CacheFeed {
     entry.unlisten();
     this.#ids.delete(r);
     this.#send({ t: 'drop', id: entry.id });
+    this.#statusDue = true;
   }
 
   #request(port: MessagePort, m: FeedRequest): void {
@@ -147,6 +151,12 @@ export class CacheFeed {
   }
 
   #flush(): void {
+    // Computed now, after the turn that dropped a custom resource has also marked it waiting: a
+    // replica never answers that the resource is neither cached nor waiting.
+    if (this.#statusDue) {
+      this.#statusDue = false;
+      this.#status();
+    }
     this.#flushing = false;
     if (this.#pending.length === 0) return;
     const batch = this.#pending;

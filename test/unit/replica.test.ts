@@ -27,8 +27,9 @@ function obj(name: string, rv: number, labels: Record<string, string> = {}): Cac
 }
 
 /** An owner with one resource whose store the test writes to, as its reflector would. */
-function owner(): { source: FeedSource; store: Store; drop: () => void } {
+function owner(): { source: FeedSource; store: Store; drop: () => void; waiting: string[] } {
   const store = new Store();
+  const waiting: string[] = [];
   const observers = new Set<CacheObserver>();
   const resource: CachedResource = {
     name: 'configmaps',
@@ -48,10 +49,10 @@ function owner(): { source: FeedSource; store: Store; drop: () => void } {
     get synced() {
       return store.synced;
     },
-    waiting: () => [],
+    waiting: () => [...waiting],
     unsynced: () => [],
   };
-  return { source, store, drop: () => observers.forEach((o) => o.dropped(resource)) };
+  return { source, store, drop: () => observers.forEach((o) => o.dropped(resource)), waiting };
 }
 
 /** A feed of the owner and a replica at the other end of a real MessageChannel. */
@@ -106,6 +107,27 @@ test('a replica follows the owner: list, events, bookmarks and relists, with the
     drop();
     await settle();
     assert.equal(replica.lookup('', 'configmaps'), undefined, 'a dropped resource is gone from the replica');
+  } finally {
+    feed.close();
+    await replica.stop();
+  }
+});
+
+test('a resource dropped and marked waiting in one turn reaches the replica as both at once, not a status poll later', async () => {
+  const { source, store, drop, waiting } = owner();
+  store.replace([obj('a', 5)], 10);
+  const { feed, replica } = connect(source);
+  try {
+    await settle();
+    assert.ok(replica.lookup('', 'configmaps'));
+    assert.deepEqual(replica.waiting(), []);
+    // As the cache does when a CRD is deleted: drop the resource, then mark it waiting to exist.
+    drop();
+    waiting.push('configmaps');
+    // Well within the 250 ms the status is otherwise polled at.
+    await settle();
+    assert.equal(replica.lookup('', 'configmaps'), undefined);
+    assert.deepEqual(replica.waiting(), ['configmaps']);
   } finally {
     feed.close();
     await replica.stop();
