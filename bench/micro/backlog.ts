@@ -13,6 +13,7 @@ import { readFileSync } from 'node:fs';
 import { connect, createServer, type AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import { LISTEN_BACKLOG } from '../../src/http/listener.ts';
+import { quantile, summarize } from '../lib/stats.ts';
 
 const { values } = parseArgs({ options: { connections: { type: 'string', default: '2000' }, 'busy-ms': { type: 'string', default: '300' }, runs: { type: 'string', default: '3' } } });
 const N = Number(values.connections);
@@ -50,11 +51,11 @@ async function once(backlog: number): Promise<{ p50: number; p99: number; max: n
     ),
   );
   await new Promise((resolve) => server.close(resolve));
-  times.sort((a, b) => a - b);
-  return { p50: times[N >> 1]!, p99: times[Math.floor(N * 0.99)]!, max: times[N - 1]!, overflows: overflows() - before };
+  const { p50Ms, p99Ms, maxMs } = summarize(times);
+  return { p50: p50Ms, p99: p99Ms, max: maxMs, overflows: overflows() - before };
 }
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
+const median = (xs: number[]): number => quantile(xs, 0.5);
 const results = new Map<number, Awaited<ReturnType<typeof once>>[]>([[NODE_DEFAULT, []], [LISTEN_BACKLOG, []]]);
 for (let r = 0; r < RUNS; r++) for (const backlog of results.keys()) results.get(backlog)!.push(await once(backlog));
 const somaxconn = readFileSync('/proc/sys/net/core/somaxconn', 'utf8').trim();
