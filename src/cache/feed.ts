@@ -52,7 +52,7 @@ export class CacheFeed {
   /** Messages not sent yet: every change applied in this turn of the event loop goes in one message. */
   #pending: FeedMessage[] = [];
   #flushing = false;
-  /** A resource started or stopped in this turn: the status goes with it, in the same message. */
+  /** A resource started, stopped or relisted in this turn: the status goes with it, in the same message. */
   #statusDue = false;
   #lastStatus = '';
   readonly #unobserve: () => void;
@@ -97,7 +97,7 @@ export class CacheFeed {
       event: (e: StoreEvent) => this.#send({ t: 'event', id, type: e.type, object: e.object }),
       replaced: (resourceVersion) => {
         this.#send({ t: 'replace', id, resourceVersion, objects: [...store.tree.values()] });
-        this.#status();
+        this.#statusDue = true;
       },
       progressed: (resourceVersion) => this.#send({ t: 'progress', id, resourceVersion }),
     });
