@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageChannel } from 'node:worker_threads';
-import { CacheFeed, type FeedSource } from '../../src/cache/feed.ts';
+import { CacheFeed, type FeedMessage, type FeedSource } from '../../src/cache/feed.ts';
 import { ReplicaCache } from '../../src/cache/replica.ts';
 import type { CacheObserver } from '../../src/cache/cache.ts';
 import type { CachedResource } from '../../src/cache/view.ts';
@@ -128,6 +128,73 @@ test('a resource dropped and marked waiting in one turn reaches the replica as b
     await settle();
     assert.equal(replica.lookup('', 'configmaps'), undefined);
     assert.deepEqual(replica.waiting(), ['configmaps']);
+  } finally {
+    feed.close();
+    await replica.stop();
+  }
+});
+
+test('a change is posted to the replicas before the owner\'s own watchers hear of it; the rest of its run follows in one message', async () => {
+  const { source, store } = owner();
+  store.replace([obj('a', 5)], 10);
+  // The owner's watchers listen before the feed exists, as the cache's registry does.
+  const order: string[] = [];
+  store.listen({ event: (e) => order.push(`owner ${e.object.name}`), replaced: () => undefined, progressed: () => undefined });
+  const feed = new CacheFeed(source);
+  const { port1, port2 } = new MessageChannel();
+  const post = port1.postMessage.bind(port1);
+  port1.postMessage = (batch: FeedMessage[]) => {
+    order.push(`post ${batch.map((m) => (m.t === 'event' ? m.object.name : m.t)).join(',')}`);
+    post(batch);
+  };
+  feed.attach(port1);
+  const replica = new ReplicaCache(port2, noPools, createLogger('silent'), new GatewayMetrics().cache);
+  replica.start();
+  try {
+    await settle();
+    order.length = 0;
+    // One chunk of the upstream watch: three events in one run of code.
+    store.apply('MODIFIED', obj('a', 11));
+    store.apply('ADDED', obj('b', 12));
+    store.apply('ADDED', obj('c', 13));
+    assert.deepEqual(order, ['post a', 'owner a', 'owner b', 'owner c'], 'the first change went at once, ahead of the owner\'s watchers');
+    await Promise.resolve();
+    assert.deepEqual(order.slice(4), ['post b,c'], 'the others went together at the end of the run, not a turn later');
+    await settle();
+    const r = replica.lookup('', 'configmaps')!;
+    assert.deepEqual([...r.store.tree.values()].map((o) => `${o.name}@${o.resourceVersion}`), ['a@11', 'b@12', 'c@13']);
+    assert.equal(r.store.resourceVersion, 13);
+  } finally {
+    feed.close();
+    await replica.stop();
+  }
+});
+
+test('a change after a relist in the same turn waits behind it, to the end of the turn', async () => {
+  const { source, store } = owner();
+  store.replace([obj('a', 5)], 10);
+  const feed = new CacheFeed(source);
+  const { port1, port2 } = new MessageChannel();
+  const batches: string[][] = [];
+  const post = port1.postMessage.bind(port1);
+  port1.postMessage = (batch: FeedMessage[]) => {
+    batches.push(batch.map((m) => m.t));
+    post(batch);
+  };
+  feed.attach(port1);
+  const replica = new ReplicaCache(port2, noPools, createLogger('silent'), new GatewayMetrics().cache);
+  replica.start();
+  try {
+    await settle();
+    batches.length = 0;
+    store.replace([obj('x', 20)], 20);
+    store.apply('ADDED', obj('y', 21));
+    await Promise.resolve();
+    assert.deepEqual(batches, [], 'the change did not overtake the relist');
+    await settle();
+    assert.deepEqual(batches, [['replace', 'event']]);
+    const r = replica.lookup('', 'configmaps')!;
+    assert.deepEqual([...r.store.tree.values()].map((o) => o.name), ['x', 'y']);
   } finally {
     feed.close();
     await replica.stop();
