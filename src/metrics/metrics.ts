@@ -2,10 +2,11 @@
 // Names follow Prometheus conventions and mirror kube-apiserver's where the meaning is the same
 // (apiserver_request_total, apiserver_request_duration_seconds, apiserver_longrunning_requests).
 import type { FlowObserver } from '../flow/flowcontrol.ts';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { readFileSync } from 'node:fs';
 import type { Store } from '../store/store.ts';
 import { ThreadMetrics } from './threads.ts';
+import { collectRuntimeMetrics } from './runtime.ts';
 
 // package.json sits next to src/ and next to dist/ (the image copies it), one level above this folder's parent.
 const LEVEE_VERSION = ((): string => {
@@ -52,7 +53,7 @@ export class GatewayMetrics {
     const threads = opts.threads ?? 1;
     if (threads > 1) this.#threads = new ThreadMetrics(this.registry, threads);
     if (!opts.worker) {
-      collectDefaultMetrics({ register: this.registry });
+      collectRuntimeMetrics(this.registry);
       // As kubernetes_build_info: which Levee and which Node a series came from.
       new Gauge({
         name: 'levee_build_info',

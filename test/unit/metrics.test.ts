@@ -37,3 +37,42 @@ test('with threads, a scrape on any of them adds up every thread\'s series; proc
     worker.close();
   }
 });
+
+test('the runtime metrics are all there, and every garbage collection is counted, not one per observer callback', async () => {
+  const { Registry } = await import('prom-client');
+  const { collectRuntimeMetrics } = await import('../../src/metrics/runtime.ts');
+  const { PerformanceObserver } = await import('node:perf_hooks');
+  const registry = new Registry();
+  collectRuntimeMetrics(registry);
+  const names = (await registry.getMetricsAsJSON()).map((m) => m.name);
+  for (const name of ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_p99_seconds', 'nodejs_heap_size_used_bytes', 'nodejs_version_info', 'nodejs_gc_duration_seconds']) {
+    assert.ok(names.includes(name), `${name} is collected`);
+  }
+
+  // An independent observer sees every collection, and how many were handed over at once.
+  let seen = 0;
+  let callbacks = 0;
+  const observer = new PerformanceObserver((list) => {
+    callbacks++;
+    seen += list.getEntries().length;
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  const count = async (): Promise<number> => {
+    const m = (await registry.getMetricsAsJSON()).find((x) => x.name === 'nodejs_gc_duration_seconds')!;
+    return (m.values as { metricName?: string; value: number }[]).filter((v) => v.metricName === 'nodejs_gc_duration_seconds_count').reduce((a, v) => a + v.value, 0);
+  };
+  const before = await count();
+  // Enough garbage in each turn for several collections between two observer callbacks.
+  for (let turn = 0; turn < 20; turn++) {
+    let keep: object[] = [];
+    for (let i = 0; i < 300_000; i++) keep.push({ i, s: `x${i}` });
+    keep = [];
+    assert.equal(keep.length, 0);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  observer.disconnect();
+  const counted = (await count()) - before;
+  assert.ok(seen > callbacks, `collections came in batches (${seen} in ${callbacks} callbacks)`);
+  assert.ok(counted >= seen, `every collection is in the histogram: ${counted} of ${seen}`);
+});
