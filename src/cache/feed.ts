@@ -1,10 +1,10 @@
 // The cache's side of its replicas in worker threads (docs/design.md, "Workers"). The thread that
 // owns the reflectors tells each worker, over a MessagePort, every resource it caches and every
-// change its stores apply, in the order they applied them, each change as soon as it is applied
-// (see #send); a worker's replica (replica.ts) applies the same changes to stores of its own.
-// Objects' bytes live in SharedArrayBuffers (the cache is made with sharedBytes), so a message
-// carries a reference to them, not a copy: the bytes are held once however many threads serve
-// them; each replica holds its own indexes.
+// change its stores apply, in the order they applied them, each change at the end of the run of
+// code that applied it (see #send); a worker's replica (replica.ts) applies the same changes to
+// stores of its own. Objects' bytes live in SharedArrayBuffers (the cache is made with
+// sharedBytes), so a message carries a reference to them, not a copy: the bytes are held once
+// however many threads serve them; each replica holds its own indexes.
 import type { MessagePort } from 'node:worker_threads';
 import type { ResourceInfo } from '../api/resource.ts';
 import type { CachedObject } from '../store/object.ts';
@@ -54,7 +54,7 @@ export class CacheFeed {
   #pending: FeedMessage[] = [];
   /** The end of this turn of the event loop sends what is pending, with the status when it is due. */
   #flushing = false;
-  /** A change went at once in this run of code; the end of the run sends those that followed it. */
+  /** The end of this run of code sends the changes pending. */
   #soon = false;
   /** A resource started, stopped or relisted in this turn: the status goes with it, in the same message. */
   #statusDue = false;
@@ -97,18 +97,14 @@ export class CacheFeed {
   #running(r: CachedResource): void {
     const id = this.#nextId++;
     const store = r.store;
-    // Ahead of the owner's own watchers: the replicas start on a change while they are written to.
-    const unlisten = store.listen(
-      {
-        event: (e: StoreEvent) => this.#send({ t: 'event', id, type: e.type, object: e.object }),
-        replaced: (resourceVersion) => {
-          this.#send({ t: 'replace', id, resourceVersion, objects: [...store.tree.values()] });
-          this.#statusDue = true;
-        },
-        progressed: (resourceVersion) => this.#send({ t: 'progress', id, resourceVersion }),
+    const unlisten = store.listen({
+      event: (e: StoreEvent) => this.#send({ t: 'event', id, type: e.type, object: e.object }),
+      replaced: (resourceVersion) => {
+        this.#send({ t: 'replace', id, resourceVersion, objects: [...store.tree.values()] });
+        this.#statusDue = true;
       },
-      { first: true },
-    );
+      progressed: (resourceVersion) => this.#send({ t: 'progress', id, resourceVersion }),
+    });
     this.#ids.set(r, { id, unlisten });
     this.#send({ t: 'run', id, name: r.name, info: cloneable(r.info) });
     if (store.synced) this.#send({ t: 'replace', id, resourceVersion: store.resourceVersion, objects: [...store.tree.values()] });
@@ -151,20 +147,18 @@ export class CacheFeed {
   }
 
   /**
-   * A change (an event, a bookmark's progress) goes at once when nothing waits before it: a
-   * replica's watchers then hear of it while the owner's are being written to, not after the rest
-   * of the owner's turn (its other sockets, its timers). The changes that follow in the same run of
-   * code (the other events of one chunk of the upstream watch) go together at its end, so a burst
-   * costs one message per chunk, not one per event. Anything else (a resource started, dropped or
-   * relisted, the status) waits for the end of the turn, when the status it changed is known, and
-   * so does every change after it: the order is kept.
+   * A change (an event, a bookmark's progress) goes at the end of the run of code that applied it:
+   * the events of one chunk of the upstream watch go together, once the owner has written them to
+   * its own watchers, and not after the rest of the owner's turn (its other sockets, its timers).
+   * Anything else (a resource started, dropped or relisted, the status) waits for the end of the
+   * turn, when the status it changed is known, and so does every change after it: the order is
+   * kept.
    */
   #send(m: FeedMessage): void {
     if (this.#ports.size === 0) return;
     this.#pending.push(m);
     if (m.t === 'event' || m.t === 'progress') {
       if (this.#flushing || this.#soon) return;
-      this.#post();
       this.#soon = true;
       queueMicrotask(() => {
         this.#soon = false;

@@ -47,7 +47,7 @@ export class Store {
   #snapshots: Snapshot[] = [];
   #waiters: Array<{ rv: number; resolve: (fresh: boolean) => void }> = [];
   readonly events = new EventWindow();
-  #listeners = new Set<StoreListener>();
+  readonly #listeners = new Set<StoreListener>();
   readonly #windowMs: number;
   readonly #maxSnapshots: number;
   readonly #now: () => number;
@@ -114,10 +114,8 @@ export class Store {
     for (const l of this.#listeners) l.replaced(resourceVersion, changes);
   }
 
-  /** `first`: told of each change before the listeners already there (a replica's feed). */
-  listen(l: StoreListener, opts: { first?: boolean } = {}): () => void {
-    if (opts.first) this.#listeners = new Set([l, ...this.#listeners]);
-    else this.#listeners.add(l);
+  listen(l: StoreListener): () => void {
+    this.#listeners.add(l);
     return () => this.#listeners.delete(l);
   }
 
