@@ -1,6 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { PerformanceObserver } from 'node:perf_hooks';
+import { Registry } from 'prom-client';
 import { GatewayMetrics, metricVerb } from '../../src/metrics/metrics.ts';
+import { collectRuntimeMetrics } from '../../src/metrics/runtime.ts';
 
 test('metric verbs mirror the apiserver', () => {
   assert.equal(metricVerb('list', 'GET', undefined, false), 'LIST');
@@ -39,9 +42,6 @@ test('with threads, a scrape on any of them adds up every thread\'s series; proc
 });
 
 test('the runtime metrics are all there, and every garbage collection is counted, not one per observer callback', async () => {
-  const { Registry } = await import('prom-client');
-  const { collectRuntimeMetrics } = await import('../../src/metrics/runtime.ts');
-  const { PerformanceObserver } = await import('node:perf_hooks');
   const registry = new Registry();
   collectRuntimeMetrics(registry);
   const names = (await registry.getMetricsAsJSON()).map((m) => m.name);

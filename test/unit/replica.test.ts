@@ -55,10 +55,20 @@ function owner(): { source: FeedSource; store: Store; drop: () => void; waiting:
   return { source, store, drop: () => observers.forEach((o) => o.dropped(resource)), waiting };
 }
 
-/** A feed of the owner and a replica at the other end of a real MessageChannel. */
-function connect(source: FeedSource): { feed: CacheFeed; replica: ReplicaCache } {
+/**
+ * A feed of the owner and a replica at the other end of a real MessageChannel; `onPost` sees each
+ * batch the feed posts, when it posts it.
+ */
+function connect(source: FeedSource, onPost?: (batch: FeedMessage[]) => void): { feed: CacheFeed; replica: ReplicaCache } {
   const feed = new CacheFeed(source);
   const { port1, port2 } = new MessageChannel();
+  if (onPost) {
+    const post = port1.postMessage.bind(port1);
+    port1.postMessage = (batch: FeedMessage[]) => {
+      onPost(batch);
+      post(batch);
+    };
+  }
   feed.attach(port1);
   const replica = new ReplicaCache(port2, noPools, createLogger('silent'), new GatewayMetrics().cache);
   replica.start();
@@ -140,16 +150,7 @@ test('the changes of one run of code are posted together at its end, not a turn 
   // The owner's watchers listen before the feed exists, as the cache's registry does.
   const order: string[] = [];
   store.listen({ event: (e) => order.push(`owner ${e.object.name}`), replaced: () => undefined, progressed: () => undefined });
-  const feed = new CacheFeed(source);
-  const { port1, port2 } = new MessageChannel();
-  const post = port1.postMessage.bind(port1);
-  port1.postMessage = (batch: FeedMessage[]) => {
-    order.push(`post ${batch.map((m) => (m.t === 'event' ? m.object.name : m.t)).join(',')}`);
-    post(batch);
-  };
-  feed.attach(port1);
-  const replica = new ReplicaCache(port2, noPools, createLogger('silent'), new GatewayMetrics().cache);
-  replica.start();
+  const { feed, replica } = connect(source, (batch) => order.push(`post ${batch.map((m) => (m.t === 'event' ? m.object.name : m.t)).join(',')}`));
   try {
     await settle();
     order.length = 0;
@@ -173,17 +174,8 @@ test('the changes of one run of code are posted together at its end, not a turn 
 test('a change after a relist in the same turn waits behind it, to the end of the turn', async () => {
   const { source, store } = owner();
   store.replace([obj('a', 5)], 10);
-  const feed = new CacheFeed(source);
-  const { port1, port2 } = new MessageChannel();
   const batches: string[][] = [];
-  const post = port1.postMessage.bind(port1);
-  port1.postMessage = (batch: FeedMessage[]) => {
-    batches.push(batch.map((m) => m.t));
-    post(batch);
-  };
-  feed.attach(port1);
-  const replica = new ReplicaCache(port2, noPools, createLogger('silent'), new GatewayMetrics().cache);
-  replica.start();
+  const { feed, replica } = connect(source, (batch) => batches.push(batch.map((m) => m.t)));
   try {
     await settle();
     batches.length = 0;
