@@ -95,18 +95,26 @@ export class SubjectAccessReviewer {
    * kept for minutes, not seconds: a kubelet's re-authorized watch costs one review, not two.
    */
   async authorizeForName(user: UserInfo, attrs: Attributes): Promise<Decision> {
-    if (isResourceRequest(attrs)) {
-      const selected = Boolean(attrs.fieldSelector || attrs.labelSelector);
-      if (selected || attrs.name !== '') {
-        const all = await this.#decide(user, { ...attrs, name: '', fieldSelector: undefined, labelSelector: undefined }, this.#broader);
-        if (all.allowed) return all;
-      }
-      if (selected && attrs.name !== '') {
-        const named = await this.#decide(user, { ...attrs, name: '' }, this.#broader);
-        if (named.allowed) return named;
-      }
+    for (const broader of broaderQuestions(attrs)) {
+      const d = await this.#decide(user, broader, this.#broader);
+      if (d.allowed) return d;
     }
     return this.authorize(user, attrs);
+  }
+
+  /**
+   * authorizeForName's answer when it is known without asking anyone: the privileged group, or
+   * an allowing answer still cached (src/maybe.ts). Undefined otherwise, denials included, which
+   * are authorizeForName's to give.
+   */
+  knownForName(user: UserInfo, attrs: Attributes): Decision | undefined {
+    if (user.groups.includes(PRIVILEGED_GROUP)) return PRIVILEGED;
+    for (const broader of broaderQuestions(attrs)) {
+      const d = this.#broader.peek(decisionKey(user, broader));
+      if (d?.allowed) return d;
+    }
+    const d = this.#cache.peek(decisionKey(user, attrs));
+    return d?.allowed ? d : undefined;
   }
 
   async #send(user: UserInfo, attrs: Attributes): Promise<Decision> {
@@ -125,6 +133,16 @@ export class SubjectAccessReviewer {
     if (s.evaluationError) throw new UndecidedError(s.evaluationError);
     return { allowed: false, reason: s.reason ?? '' };
   }
+}
+
+/** The broader questions authorizeForName asks before the request's own, broadest first. */
+function broaderQuestions(attrs: Attributes): Attributes[] {
+  if (!isResourceRequest(attrs)) return [];
+  const selected = Boolean(attrs.fieldSelector || attrs.labelSelector);
+  const out: Attributes[] = [];
+  if (selected || attrs.name !== '') out.push({ ...attrs, name: '', fieldSelector: undefined, labelSelector: undefined });
+  if (selected && attrs.name !== '') out.push({ ...attrs, name: '' });
+  return out;
 }
 
 /**

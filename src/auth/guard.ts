@@ -14,6 +14,7 @@ import type { ServiceAccountTokenVerifier } from './satoken.ts';
 import { TokenReviewer, tokenKey, type TokenReviewOptions } from './tokenreview.ts';
 import { ReviewLimiter, ReviewRejectedError } from './reviewlimit.ts';
 import { anonymous, withAuthenticatedGroup, type UserInfo } from '../api/user.ts';
+import type { Maybe } from '../maybe.ts';
 
 /** Whether a cached answer may be given, and to whom. */
 export type Admission =
@@ -146,11 +147,19 @@ export class AccessGuard {
 
   /**
    * The user an answer of Levee's own is for (from the cache, or a /debug/levee path):
-   * authenticated, then authorized for `attrs`.
+   * authenticated, then authorized for `attrs`. At once when both are known without asking
+   * anyone (src/maybe.ts).
    */
-  async admit(c: Credential, attrs: Attributes): Promise<Admission> {
+  admit(c: Credential, attrs: Attributes): Maybe<Admission> {
     if (c.kind === 'unchecked') return { allowed: true, user: undefined };
     if (c.kind === 'unauthorized') return { allowed: false, status: newUnauthorized() };
+    const known = this.knownUser(c);
+    const decided = known && this.access.knownForName(known, attrs);
+    if (decided) return { allowed: true, user: known };
+    return this.#admit(c, attrs);
+  }
+
+  async #admit(c: Exclude<Credential, { kind: 'unchecked' | 'unauthorized' }>, attrs: Attributes): Promise<Admission> {
     let user: UserInfo;
     try {
       const u = await this.#userOf(c);

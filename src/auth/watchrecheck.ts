@@ -81,7 +81,7 @@ export class WatchReauthorizer {
   /** The clock's call, when the entry is due: out of the clock until its check has answered. */
   recheck(e: Entry): void {
     if (!this.#entries.has(e)) return;
-    void this.#guard.admit(e.credential, e.attrs).then((a) => {
+    void Promise.resolve(this.#guard.admit(e.credential, e.attrs)).then((a) => {
       if (!this.#entries.has(e)) return;
       // Undecided (a failed review) or busy (reviews past their bound) keeps the watch: the
       // next check asks again.

@@ -77,12 +77,17 @@ export class FairQueue {
     this.#dispatch();
   }
 
+  /** A seat taken now, if one is free and nobody waits for it; undefined otherwise. */
+  tryAcquire(): Grant | undefined {
+    if (this.#inFlight >= this.#opts.seats || this.#queued > 0) return undefined;
+    this.#inFlight++;
+    return { release: this.#releaser(), waitedMs: 0 };
+  }
+
   /** A seat for a request of `flow`: now, after waiting its turn, or a RejectedError. */
   acquire(flow: string, signal?: AbortSignal): Promise<Grant> {
-    if (this.#inFlight < this.#opts.seats && this.#queued === 0) {
-      this.#inFlight++;
-      return Promise.resolve({ release: this.#releaser(), waitedMs: 0 });
-    }
+    const now = this.tryAcquire();
+    if (now) return Promise.resolve(now);
     const queue = this.#choose(flow);
     if (!queue || queue.length >= this.#opts.queueLength) return Promise.reject(new RejectedError('queue-full'));
     return new Promise<Grant>((resolve, reject) => {

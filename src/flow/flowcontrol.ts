@@ -8,6 +8,7 @@ import type { Status } from '../api/types.ts';
 import type { UserInfo } from '../api/user.ts';
 import type { RequestInfo } from '../api/requestinfo.ts';
 import { FairQueue, RejectedError, type FairQueueOptions, type Grant } from './fairqueue.ts';
+import type { Maybe } from '../maybe.ts';
 
 export type PriorityClass = 'long-running' | 'read' | 'mutating';
 export const CLASSES: readonly PriorityClass[] = ['long-running', 'read', 'mutating'];
@@ -76,9 +77,13 @@ export class FlowController {
     }
   }
 
-  /** A seat of `cls` for the request, or the 429 that refuses it. */
-  admit(cls: PriorityClass, flow: string, signal?: AbortSignal): Promise<Grant | Status> {
-    return this.#take(this.#requests.get(cls)!, cls, 'requests', flow, signal);
+  /** A seat of `cls` for the request, or the 429 that refuses it: at once when a seat is free. */
+  admit(cls: PriorityClass, flow: string, signal?: AbortSignal): Maybe<Grant | Status> {
+    const q = this.#requests.get(cls)!;
+    const now = q.tryAcquire();
+    if (!now) return this.#take(q, cls, 'requests', flow, signal);
+    this.observer?.waited(cls, 'requests', 0);
+    return now;
   }
 
   /** A seat of the upstream bound of `cls`, or the 429 that refuses it. */

@@ -16,6 +16,7 @@ import type { Grant } from '../flow/fairqueue.ts';
 import { classify, isExempt, type FlowController, type PriorityClass } from '../flow/flowcontrol.ts';
 import { beginsWithState, decidingRule, type Rule, type UserLookup } from '../flow/rules.ts';
 import type { Logger } from '../log/logger.ts';
+import { then, type Maybe } from '../maybe.ts';
 import type { DownstreamRequest } from '../http/downstream.ts';
 
 export interface AdmissionDeps {
@@ -77,38 +78,51 @@ export function authenticate(deps: AdmissionDeps, req: DownstreamRequest, reques
 
 /**
  * Stages: the configured rules, then flow control (a seat of the request's class, fairly shared
- * between clients, or a 429). A token is reviewed here only for a rule that names users.
+ * between clients, or a 429). A token is reviewed here only for a rule that names users. At once
+ * when nothing waits: no rules, and a seat free (src/maybe.ts).
  */
-export async function admit(
+export function admit(
   deps: AdmissionDeps,
   req: DownstreamRequest,
   info: RequestInfo,
   credential: Credential,
   signal: AbortSignal | undefined,
-): Promise<Admitted | Status> {
+): Maybe<Admitted | Status> {
   let looked: Promise<UserInfo | undefined> | undefined;
   const user: UserLookup = () => (looked ??= deps.guard.userOf(credential));
-  const longRunning = isLongRunning(info);
-  const admitted: Admitted = { info, longRunning, credential, user, flow: undefined, seats: [] };
+  const admitted: Admitted = { info, longRunning: isLongRunning(info), credential, user, flow: undefined, seats: [] };
+  const rules = deps.rules?.() ?? [];
+  if (rules.length === 0) return takeSeat(deps, req, admitted, signal);
+  return refusedByRule(deps, req, rules, admitted).then((refused) => refused ?? takeSeat(deps, req, admitted, signal));
+}
+
+/** The Status of the rule that refuses the request, if one does. */
+async function refusedByRule(deps: AdmissionDeps, req: DownstreamRequest, rules: readonly Rule[], admitted: Admitted): Promise<Status | undefined> {
+  const { info, credential, user } = admitted;
   const ruleRequest = { info, beginsWithState: beginsWithState(info, goQuery(rawQueryOf(req.url ?? '/'))) };
   try {
-    const rule = await decidingRule(deps.rules?.() ?? [], ruleRequest, user);
+    const rule = await decidingRule(rules, ruleRequest, user);
     // The refusal names the user as the apiserver's would, when Levee can learn it.
     if (rule?.action === 'deny') return deniedByRule(info, deps.guard.knownUser(credential) ?? (await user().catch(() => undefined)), rule.name);
     if (rule?.action === 'reject') return tooManyRequests(rule.retryAfterSeconds ?? 1);
+    return undefined;
   } catch (err) {
     // A rule that names users could not learn this one: never let the client past it unseen.
     if (err instanceof ReviewRejectedError) return tooManyRequests();
     return newServiceUnavailable(`the client's credentials could not be reviewed: ${err instanceof Error ? err.message : String(err)}`);
   }
-  if (deps.flow && !isExempt(info, deps.guard.knownUser(credential))) {
-    const flow = { cls: classify(info, longRunning), key: deps.guard.flowOf(credential, req.socket?.remoteAddress) };
-    const seat = await deps.flow.admit(flow.cls, flow.key, signal);
+}
+
+/** Flow control: a seat of the request's class, unless it is exempt. */
+function takeSeat(deps: AdmissionDeps, req: DownstreamRequest, admitted: Admitted, signal: AbortSignal | undefined): Maybe<Admitted | Status> {
+  if (!deps.flow || isExempt(admitted.info, deps.guard.knownUser(admitted.credential))) return admitted;
+  const flow = { cls: classify(admitted.info, admitted.longRunning), key: deps.guard.flowOf(admitted.credential, req.socket?.remoteAddress) };
+  return then(deps.flow.admit(flow.cls, flow.key, signal), (seat) => {
     if ('code' in seat) return seat;
     admitted.flow = flow;
     admitted.seats.push(seat);
-  }
-  return admitted;
+    return admitted;
+  });
 }
 
 /** Stage: the upstream bound of the request's class, taken by whatever goes upstream. */

@@ -5,11 +5,13 @@
 import type { ResourceAttributes } from '../api/attributes.ts';
 import { goQuery, rawQueryOf } from '../api/query.ts';
 import type { CacheView, CachedResource } from '../cache/view.ts';
-import type { AccessGuard } from '../auth/guard.ts';
+import type { AccessGuard, Admission } from '../auth/guard.ts';
 import { isImpersonationHeader } from '../auth/impersonation.ts';
 import type { Entry as WatchEntry, WatchReauthorizer } from '../auth/watchrecheck.ts';
 import type { FlowController } from '../flow/flowcontrol.ts';
 import { beginsWithState, consistentReadsFor, type Rule } from '../flow/rules.ts';
+import type { ConsistentReads } from '../api/consistency.ts';
+import { then, type Maybe } from '../maybe.ts';
 import type { DownstreamRequest, DownstreamResponse } from '../http/downstream.ts';
 import { writeStatusAs } from './status.ts';
 import { writeStatus } from '../http/respond.ts';
@@ -45,19 +47,34 @@ export type Outcome = { answered: number } | { watching: CachedWatch } | { forwa
 
 type Decided = { forward: ForwardReason } | { cached: CachedResource; plan: ReadPlan | WatchPlan };
 
-/** Stage: decide. The consistent-read policy a rule names for this client goes in with the rest. */
-export async function decideRequest(deps: AnswerDeps, req: DownstreamRequest, admitted: Admitted): Promise<Decided> {
+/**
+ * Stage: decide. The consistent-read policy a rule names for this client goes in with the rest;
+ * at once unless such a rule must learn who the client is (src/maybe.ts).
+ */
+export function decideRequest(deps: AnswerDeps, req: DownstreamRequest, admitted: Admitted): Maybe<Decided> {
   const { info } = admitted;
   const cached = deps.cache?.lookup(info.apiGroup, info.resource);
   // The query as the apiserver reads it (Go's url.ParseQuery).
   const query = goQuery(rawQueryOf(req.url ?? '/'));
   // Only a read of a cached resource without resourceVersion consults the rules' policies.
   const rules = deps.rules?.() ?? [];
-  const ruleConsistentReads =
-    cached && rules.length > 0 && !query.get('resourceVersion')
-      ? // A user that cannot be learned now leaves the resource's own policy in force.
-        await consistentReadsFor(rules, { info, beginsWithState: beginsWithState(info, query) }, admitted.user, deps.flow?.upstreamBusy('read') ?? false).catch(() => undefined)
-      : undefined;
+  if (!cached || rules.length === 0 || query.get('resourceVersion')) return decideFor(deps, req, admitted, cached, query, undefined);
+  return consistentReadsFor(rules, { info, beginsWithState: beginsWithState(info, query) }, admitted.user, deps.flow?.upstreamBusy('read') ?? false).then(
+    (policy) => decideFor(deps, req, admitted, cached, query, policy),
+    // A user that cannot be learned now leaves the resource's own policy in force.
+    () => decideFor(deps, req, admitted, cached, query, undefined),
+  );
+}
+
+function decideFor(
+  deps: AnswerDeps,
+  req: DownstreamRequest,
+  admitted: Admitted,
+  cached: CachedResource | undefined,
+  query: URLSearchParams,
+  ruleConsistentReads: ConsistentReads | undefined,
+): Decided {
+  const { info } = admitted;
   const decision = decide(
     {
       method: req.method,
@@ -111,8 +128,11 @@ export function attributesOf(admitted: Admitted): ResourceAttributes {
   };
 }
 
-/** Stages: authorize, then answer from the cache; a forward reason when the apiserver must. */
-export async function answerFromCache(
+/**
+ * Stages: authorize, then answer from the cache; a forward reason when the apiserver must. At once
+ * when nothing waits (src/maybe.ts): a cached GET is written before this returns.
+ */
+export function answerFromCache(
   deps: AnswerDeps,
   admitted: Admitted,
   decided: { cached: CachedResource; plan: ReadPlan | WatchPlan },
@@ -120,9 +140,22 @@ export async function answerFromCache(
   arrivedAt: bigint,
   requestId: string,
   errors?: StatusEncoding,
-): Promise<Outcome> {
+): Maybe<Outcome> {
   const attrs = attributesOf(admitted);
-  const admission = await deps.guard.admit(admitted.credential, attrs);
+  return then(deps.guard.admit(admitted.credential, attrs), (admission) => answerAdmitted(deps, admitted, attrs, admission, decided, res, arrivedAt, requestId, errors));
+}
+
+function answerAdmitted(
+  deps: AnswerDeps,
+  admitted: Admitted,
+  attrs: ResourceAttributes,
+  admission: Admission,
+  decided: { cached: CachedResource; plan: ReadPlan | WatchPlan },
+  res: DownstreamResponse,
+  arrivedAt: bigint,
+  requestId: string,
+  errors: StatusEncoding | undefined,
+): Maybe<Outcome> {
   if (admission.allowed === false) {
     // Refused exactly as the apiserver refuses: no cached byte reaches this client. Its
     // authentication and authorization filters negotiate the error with the default serializers,
@@ -134,13 +167,13 @@ export async function answerFromCache(
   if (admission.allowed === 'undecided') return { forward: 'undecided' };
   const { cached, plan } = decided;
   if ('initialEventsEnd' in plan) {
-    const watching = await serveWatch(cached, plan, res, arrivedAt, deps.metrics.cache, requestId);
-    if ('forward' in watching) return watching;
-    const recheck = deps.watchReauthorizer?.add(admitted.credential, attrs, watching);
-    // Wrapped, not awaited: a suspended async frame keeps every local it held (the query, the
-    // decision) until the watch ends, hours later, in each of thousands of watches.
-    return { watching: { done: watching.done, recheck } };
+    return serveWatch(cached, plan, res, arrivedAt, deps.metrics.cache, requestId).then((watching) => {
+      if ('forward' in watching) return watching;
+      const recheck = deps.watchReauthorizer?.add(admitted.credential, attrs, watching);
+      // Wrapped, not awaited: a suspended async frame keeps every local it held (the query, the
+      // decision) until the watch ends, hours later, in each of thousands of watches.
+      return { watching: { done: watching.done, recheck } };
+    });
   }
-  const served = await serveRead(cached, plan, res, arrivedAt, deps.metrics.cache, requestId);
-  return 'forward' in served ? served : { answered: served.code };
+  return then(serveRead(cached, plan, res, arrivedAt, deps.metrics.cache, requestId), (served) => ('forward' in served ? served : { answered: served.code }));
 }

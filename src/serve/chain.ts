@@ -141,7 +141,10 @@ export function createHandlers(deps: ChainDeps): Handlers {
       }
       // Rules, then flow control.
       cancelled = deps.flow ? abortOnClose(res) : undefined;
-      const admitted = await admit(deps, req, info, credential, cancelled?.signal);
+      // Each stage answers at once when nothing waits, and only a promise is awaited: a cached
+      // answer is then written in the turn its request arrived (src/maybe.ts).
+      const admitting = admit(deps, req, info, credential, cancelled?.signal);
+      const admitted = admitting instanceof Promise ? await admitting : admitting;
       if ('code' in admitted) return refuse(admitted);
       r.admitted = { seats: admitted.seats, longRunning: admitted.longRunning, credential: admitted.credential };
       if (deps.discovery && !info.isResourceRequest) {
@@ -153,8 +156,10 @@ export function createHandlers(deps: ChainDeps): Handlers {
         }
       }
       // Decide, authorize, answer from the cache.
-      const decided = await decideRequest(deps, req, admitted);
-      const outcome = 'forward' in decided ? decided : await answerFromCache(deps, admitted, decided, res, r.started, r.id, errors);
+      const deciding = decideRequest(deps, req, admitted);
+      const decided = deciding instanceof Promise ? await deciding : deciding;
+      const answering = 'forward' in decided ? decided : answerFromCache(deps, admitted, decided, res, r.started, r.id, errors);
+      const outcome = answering instanceof Promise ? await answering : answering;
       if ('answered' in outcome) {
         r.source = 'cache';
         r.code = outcome.answered;

@@ -3,6 +3,7 @@
 // the same way.
 import type { CachedResource } from '../cache/cache.ts';
 import type { ForwardReason, Freshness } from './decide.ts';
+import type { Maybe } from '../maybe.ts';
 
 /** How long a read for resourceVersion N waits for the cache to reach N (the apiserver waits 3 s). */
 export const FRESHNESS_WAIT_MS = 3_000;
@@ -31,25 +32,27 @@ export type Stale = Extract<ForwardReason, 'consistency-probe-failed' | 'consist
 export type Proof = { fresh: true; consistency?: 'verified' | 'cache' } | { fresh: false; stale: Stale };
 
 /**
- * Waits until the cache may answer as `freshness` asks, within a bound. `consistentRead` marks a
+ * Waits until the cache may answer as `freshness` asks, within a bound; at once when it already
+ * may (src/maybe.ts). `consistentRead` marks a
  * read without resourceVersion that the `cache` policy answers as it stands (freshness `any`).
  * An exact read is then answered from the snapshot at its resourceVersion (serve/read.ts).
  */
-export async function prove(
+export function prove(
   r: CachedResource,
   freshness: Freshness,
   consistentRead: boolean,
   arrivedAt: bigint,
   observer: ConsistentReadObserver,
-): Promise<Proof> {
+): Maybe<Proof> {
   const store = r.store;
   switch (freshness.mode) {
     case 'consistent': {
       const started = process.hrtime.bigint();
-      const proof = await r.consistency.prove(arrivedAt, PROOF_WAIT_MS);
-      const waited = Number(process.hrtime.bigint() - started) / 1e9;
-      observer.consistentRead(r.name, proof === true ? 'verified' : 'forwarded', waited);
-      return proof === true ? { fresh: true, consistency: 'verified' } : { fresh: false, stale: proof };
+      return r.consistency.prove(arrivedAt, PROOF_WAIT_MS).then((proof) => {
+        const waited = Number(process.hrtime.bigint() - started) / 1e9;
+        observer.consistentRead(r.name, proof === true ? 'verified' : 'forwarded', waited);
+        return proof === true ? { fresh: true, consistency: 'verified' } : { fresh: false, stale: proof };
+      });
     }
     case 'notOlderThan':
     case 'exact':
@@ -57,10 +60,8 @@ export async function prove(
       // resourceVersion another client saw): brought there first; the snapshot at an exact
       // resourceVersion exists once the store has passed it. Not there in the apiserver's own
       // time: it answers (or gives its own 504) rather than Levee.
-      if (store.resourceVersion < freshness.resourceVersion && !(await r.consistency.reach(freshness.resourceVersion, FRESHNESS_WAIT_MS))) {
-        return { fresh: false, stale: 'resource-version-ahead' };
-      }
-      return { fresh: true };
+      if (store.resourceVersion >= freshness.resourceVersion) return { fresh: true };
+      return r.consistency.reach(freshness.resourceVersion, FRESHNESS_WAIT_MS).then((reached) => (reached ? { fresh: true } : { fresh: false, stale: 'resource-version-ahead' }));
     case 'any':
       if (!consistentRead) return { fresh: true };
       // The `cache` policy: a read without resourceVersion answered from the cache as it is.

@@ -15,6 +15,7 @@ import { envelope as protobufEnvelope, fieldHead, listMetaField, metadataMessage
 import type { Representation } from '../api/negotiation.ts';
 import { metadataOfObject, tableOfObject, writeMetadataList, writeTableList } from './converted.ts';
 import { joinBytes } from '../store/bytes.ts';
+import { then, type Maybe } from '../maybe.ts';
 
 /** Answered (its status code and body bytes), or the reason the apiserver must answer instead. */
 export type ServeResult = { code: number; bytes: number } | { forward: Stale | 'snapshot-expired' | 'outside-selection' | 'representation' };
@@ -26,22 +27,26 @@ function headers(requestId: string | undefined, rep: Representation): Record<str
   return h;
 }
 
-export async function serveRead(
+/** The answer, once the cache is fresh enough for it: a GET the cache already may answer is written before this returns. */
+export function serveRead(
   r: CachedResource,
   plan: ReadPlan,
   res: DownstreamResponse,
   arrivedAt: bigint,
   observer: ConsistentReadObserver,
   requestId?: string,
-): Promise<ServeResult> {
-  const extra: Record<string, string> = {};
-  const proof = await prove(r, plan.freshness, plan.consistentRead === true, arrivedAt, observer);
-  if (!proof.fresh) return { forward: proof.stale };
-  if (proof.consistency) extra[CONSISTENCY_HEADER] = proof.consistency;
-  const h = { ...headers(requestId, plan.representation), ...extra };
-  const served = plan.verb === 'get' ? serveGet(r, plan, res, h) : await serveList(r, plan, res, h);
-  if (proof.consistency && 'code' in served) observer.consistentBytes(r.name, 'cache', served.bytes);
-  return served;
+): Maybe<ServeResult> {
+  return then(prove(r, plan.freshness, plan.consistentRead === true, arrivedAt, observer), (proof) => {
+    if (!proof.fresh) return { forward: proof.stale };
+    const { consistency } = proof;
+    const h = headers(requestId, plan.representation);
+    if (consistency) h[CONSISTENCY_HEADER] = consistency;
+    const counted = (served: ServeResult): ServeResult => {
+      if (consistency && 'code' in served) observer.consistentBytes(r.name, 'cache', served.bytes);
+      return served;
+    };
+    return plan.verb === 'get' ? counted(serveGet(r, plan, res, h)) : serveList(r, plan, res, h).then(counted);
+  });
 }
 
 async function serveList(r: CachedResource, plan: ReadPlan, res: DownstreamResponse, responseHeaders: Record<string, string>): Promise<ServeResult> {
