@@ -4,7 +4,7 @@
 // above it.
 /** Floors from the ground up; a room may import rooms of its floor or lower floors. */
 const floors = [
-  ['selectors', 'log'],
+  ['selectors', 'log', 'maybe.ts'],
   ['api'],
   ['http', 'store'],
   ['upstream', 'flow', 'represent'],
