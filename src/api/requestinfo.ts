@@ -40,9 +40,13 @@ const NAMESPACE_SUBRESOURCES = new Set(['status', 'finalize']);
 // The verbs whose selectors reach authorization (verbsWithSelectors).
 const VERBS_WITH_SELECTORS = new Set(['list', 'watch', 'deletecollection']);
 
+/** strings.Split(strings.Trim(path, "/"), "/"); by hand, as a regular expression costs a GET a few µs. */
 function splitPath(path: string): string[] {
-  const trimmed = path.replace(/^\/+|\/+$/g, '');
-  return trimmed === '' ? [] : trimmed.split('/');
+  let start = 0;
+  let end = path.length;
+  while (start < end && path.charCodeAt(start) === 0x2f) start++;
+  while (end > start && path.charCodeAt(end - 1) === 0x2f) end--;
+  return start === end ? [] : path.slice(start, end).split('/');
 }
 
 /**

@@ -131,12 +131,18 @@ export function createHandlers(deps: ChainDeps): Handlers {
       // How errors are written to this client, read once.
       const errors = errorEncoding(req);
       // Answered by that deadline whatever it waits on, as the apiserver's timeout filter does.
-      if (!isLongRunning(info)) res = new TimeoutResponse(res, remainingMs(r.query, r.started), (raw) => writeStatus(raw, newRequestTimeout(), errors));
+      const timeout = isLongRunning(info) ? undefined : new TimeoutResponse(res, remainingMs(r.query, r.started), (raw) => writeStatus(raw, newRequestTimeout(), errors));
+      if (timeout) res = timeout;
+      /** Every wait from here on: the deadline is watched from the first. */
+      const waiting = <T>(p: Promise<T>): Promise<T> => {
+        timeout?.waiting();
+        return p;
+      };
       // Authentication.
       const credential = authenticate(deps, req, r.id);
       if ('code' in credential) return refuse(credential);
       if (isDebugRequest(req.method, r.path)) {
-        r.code = await serveDebug(r.path, res, credential, deps.guard, deps.cache);
+        r.code = await waiting(serveDebug(r.path, res, credential, deps.guard, deps.cache));
         return;
       }
       // Rules, then flow control.
@@ -144,11 +150,11 @@ export function createHandlers(deps: ChainDeps): Handlers {
       // Each stage answers at once when nothing waits, and only a promise is awaited: a cached
       // answer is then written in the turn its request arrived (src/maybe.ts).
       const admitting = admit(deps, req, info, credential, cancelled?.signal);
-      const admitted = admitting instanceof Promise ? await admitting : admitting;
+      const admitted = admitting instanceof Promise ? await waiting(admitting) : admitting;
       if ('code' in admitted) return refuse(admitted);
       r.admitted = { seats: admitted.seats, longRunning: admitted.longRunning, credential: admitted.credential };
       if (deps.discovery && !info.isResourceRequest) {
-        const served = await deps.discovery.serve(req, res, credential, r.id);
+        const served = await waiting(deps.discovery.serve(req, res, credential, r.id));
         if (served !== 'forward') {
           r.source = 'cache';
           r.code = served;
@@ -157,9 +163,9 @@ export function createHandlers(deps: ChainDeps): Handlers {
       }
       // Decide, authorize, answer from the cache.
       const deciding = decideRequest(deps, req, admitted);
-      const decided = deciding instanceof Promise ? await deciding : deciding;
+      const decided = deciding instanceof Promise ? await waiting(deciding) : deciding;
       const answering = 'forward' in decided ? decided : answerFromCache(deps, admitted, decided, res, r.started, r.id, errors);
-      const outcome = answering instanceof Promise ? await answering : answering;
+      const outcome = answering instanceof Promise ? await waiting(answering) : answering;
       if ('answered' in outcome) {
         r.source = 'cache';
         r.code = outcome.answered;
@@ -177,7 +183,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
       const consistent = CONSISTENT_FORWARDS.has(outcome.forward) ? info.resource && deps.cache?.lookup(info.apiGroup, info.resource)?.name : undefined;
       if (consistent && (outcome.forward === 'consistent-read' || outcome.forward === 'consistency-cost')) metrics.cache.consistentRead(consistent, 'forwarded');
       // Or forward.
-      const auth = await deps.guard.upstreamAuth(credential, req.rawHeaders);
+      const auth = await waiting(deps.guard.upstreamAuth(credential, req.rawHeaders));
       if ('code' in auth) return refuse(auth);
       // The same read already on its way upstream: its answer serves this one too, with no seat
       // of the upstream bound taken.
@@ -186,7 +192,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
         const joined = deps.coalescer.join(key);
         if (joined.role === 'leader') flight = joined.flight;
         else {
-          const shared = await deps.coalescer.follow(joined.answer, res, r.id);
+          const shared = await waiting(deps.coalescer.follow(joined.answer, res, r.id));
           if (shared !== undefined) {
             r.source = 'upstream';
             r.code = shared;
@@ -197,19 +203,20 @@ export function createHandlers(deps: ChainDeps): Handlers {
       // The apiserver is protected by a bound of its own: what the cache cannot answer waits here,
       // not there. Reads of a resource still warming up are told to come back later, a little
       // later the more were turned away (KEP-4568), rather than pile up behind the bound.
-      const full = await admitUpstream(deps, admitted, cancelled?.signal);
+      const full = await waiting(admitUpstream(deps, admitted, cancelled?.signal));
       if (full) return refuse(outcome.forward === 'not-synced' ? tooManyRequests(warmup.retryAfter(`${info.apiGroup}/${info.resource}`)) : full);
       r.source = 'upstream';
       const labels = labelsOf(r, 'upstream');
       if (admitted.longRunning) metrics.longRunning.inc(labels);
       try {
-        r.code = await forward(req, res, deps.pools, {
+        r.code = await waiting(forward(req, res, deps.pools, {
           auth,
           traffic: admitted.longRunning ? 'longRunning' : 'request',
           ending: info.verb === 'watch' ? watchEnding(r.query) : undefined,
           share: flight,
           sent: consistent ? (bytes) => metrics.cache.consistentBytes(consistent, 'upstream', bytes) : undefined,
-        });
+          }),
+        );
       } finally {
         if (admitted.longRunning) metrics.longRunning.dec(labels);
       }

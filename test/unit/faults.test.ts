@@ -140,6 +140,7 @@ test('a request past its deadline is answered 504 if nothing was written, cut if
   // Waiting on something that never comes (a review over a silent connection).
   const idle = new PlainResponse();
   const t = new TimeoutResponse(idle, 20, answer);
+  t.waiting();
   await new Promise((r) => setTimeout(r, 60));
   assert.deepEqual([idle.statusCode, idle.body, t.timedOut, t.destroyed], [504, 'timeout', true, true]);
   t.writeHead(200);
@@ -153,6 +154,7 @@ test('a request past its deadline is answered 504 if nothing was written, cut if
   const u = new TimeoutResponse(begun, 20, answer);
   u.writeHead(200);
   u.write('{"items":[');
+  u.waiting();
   await new Promise((r) => setTimeout(r, 60));
   assert.deepEqual([begun.destroyed, begun.writableFinished, begun.body], [true, false, '{"items":[']);
 
@@ -161,6 +163,19 @@ test('a request past its deadline is answered 504 if nothing was written, cut if
   const q = new TimeoutResponse(quick, 20, answer);
   q.writeHead(200);
   q.end('ok');
+  q.waiting();
   await new Promise((r) => setTimeout(r, 60));
   assert.deepEqual([quick.statusCode, quick.body, quick.destroyed, q.timedOut], [200, 'ok', false, false]);
+});
+
+test('the deadline counts from the request, not from its first wait', async () => {
+  const late = new PlainResponse();
+  const t = new TimeoutResponse(late, 100, (res) => res.end('timeout'));
+  // Busy past the deadline without waiting: nothing can interrupt it, and nothing does.
+  await new Promise((r) => setTimeout(r, 150));
+  assert.equal(t.timedOut, false);
+  // Its first wait finds the deadline passed: answered at once, not 100 ms later.
+  t.waiting();
+  await new Promise((r) => setTimeout(r, 50));
+  assert.deepEqual([t.timedOut, late.body], [true, 'timeout']);
 });
