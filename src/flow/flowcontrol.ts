@@ -56,6 +56,11 @@ export function isExempt(info: RequestInfo, user: UserInfo | undefined): boolean
   return info.apiGroup === 'coordination.k8s.io' && info.resource === 'leases';
 }
 
+/** What takes a waiting request out of its queue when its client goes away (an AbortController). */
+export interface Cancellation {
+  readonly signal: AbortSignal;
+}
+
 export class FlowController {
   readonly #requests = new Map<PriorityClass, FairQueue>();
   readonly #upstream = new Map<PriorityClass, FairQueue>();
@@ -77,11 +82,14 @@ export class FlowController {
     }
   }
 
-  /** A seat of `cls` for the request, or the 429 that refuses it: at once when a seat is free. */
-  admit(cls: PriorityClass, flow: string, signal?: AbortSignal): Maybe<Grant | Status> {
+  /**
+   * A seat of `cls` for the request, or the 429 that refuses it: at once when a seat is free. The
+   * cancellation's signal is read only when the request must queue.
+   */
+  admit(cls: PriorityClass, flow: string, cancellation?: Cancellation): Maybe<Grant | Status> {
     const q = this.#requests.get(cls)!;
     const now = q.tryAcquire();
-    if (!now) return this.#take(q, cls, 'requests', flow, signal);
+    if (!now) return this.#take(q, cls, 'requests', flow, cancellation?.signal);
     this.observer?.waited(cls, 'requests', 0);
     return now;
   }

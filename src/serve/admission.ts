@@ -13,7 +13,7 @@ import { forbidden } from '../auth/authorize.ts';
 import type { AccessGuard } from '../auth/guard.ts';
 import { ReviewRejectedError } from '../auth/reviewlimit.ts';
 import type { Grant } from '../flow/fairqueue.ts';
-import { classify, isExempt, type FlowController, type PriorityClass } from '../flow/flowcontrol.ts';
+import { classify, isExempt, type Cancellation, type FlowController, type PriorityClass } from '../flow/flowcontrol.ts';
 import { beginsWithState, decidingRule, type Rule, type UserLookup } from '../flow/rules.ts';
 import type { Logger } from '../log/logger.ts';
 import { then, type Maybe } from '../maybe.ts';
@@ -86,14 +86,14 @@ export function admit(
   req: DownstreamRequest,
   info: RequestInfo,
   credential: Credential,
-  signal: AbortSignal | undefined,
+  cancellation: Cancellation | undefined,
 ): Maybe<Admitted | Status> {
   let looked: Promise<UserInfo | undefined> | undefined;
   const user: UserLookup = () => (looked ??= deps.guard.userOf(credential));
   const admitted: Admitted = { info, longRunning: isLongRunning(info), credential, user, flow: undefined, seats: [] };
   const rules = deps.rules?.() ?? [];
-  if (rules.length === 0) return takeSeat(deps, req, admitted, signal);
-  return refusedByRule(deps, req, rules, admitted).then((refused) => refused ?? takeSeat(deps, req, admitted, signal));
+  if (rules.length === 0) return takeSeat(deps, req, admitted, cancellation);
+  return refusedByRule(deps, req, rules, admitted).then((refused) => refused ?? takeSeat(deps, req, admitted, cancellation));
 }
 
 /** The Status of the rule that refuses the request, if one does. */
@@ -114,10 +114,10 @@ async function refusedByRule(deps: AdmissionDeps, req: DownstreamRequest, rules:
 }
 
 /** Flow control: a seat of the request's class, unless it is exempt. */
-function takeSeat(deps: AdmissionDeps, req: DownstreamRequest, admitted: Admitted, signal: AbortSignal | undefined): Maybe<Admitted | Status> {
+function takeSeat(deps: AdmissionDeps, req: DownstreamRequest, admitted: Admitted, cancellation: Cancellation | undefined): Maybe<Admitted | Status> {
   if (!deps.flow || isExempt(admitted.info, deps.guard.knownUser(admitted.credential))) return admitted;
   const flow = { cls: classify(admitted.info, admitted.longRunning), key: deps.guard.flowOf(admitted.credential, req.socket?.remoteAddress) };
-  return then(deps.flow.admit(flow.cls, flow.key, signal), (seat) => {
+  return then(deps.flow.admit(flow.cls, flow.key, cancellation), (seat) => {
     if ('code' in seat) return seat;
     admitted.flow = flow;
     admitted.seats.push(seat);
@@ -126,9 +126,9 @@ function takeSeat(deps: AdmissionDeps, req: DownstreamRequest, admitted: Admitte
 }
 
 /** Stage: the upstream bound of the request's class, taken by whatever goes upstream. */
-export async function admitUpstream(deps: AdmissionDeps, admitted: Admitted, signal: AbortSignal | undefined): Promise<Status | undefined> {
+export async function admitUpstream(deps: AdmissionDeps, admitted: Admitted, cancellation: Cancellation | undefined): Promise<Status | undefined> {
   if (!deps.flow || !admitted.flow) return undefined;
-  const seat = await deps.flow.admitUpstream(admitted.flow.cls, admitted.flow.key, signal);
+  const seat = await deps.flow.admitUpstream(admitted.flow.cls, admitted.flow.key, cancellation?.signal);
   if ('code' in seat) return seat;
   admitted.seats.push(seat);
   return undefined;

@@ -139,7 +139,8 @@ export function answerFromCache(
   res: DownstreamResponse,
   arrivedAt: bigint,
   requestId: string,
-  errors?: StatusEncoding,
+  /** How errors are written to this client, when that can be told. */
+  errors?: () => StatusEncoding | undefined,
 ): Maybe<Outcome> {
   const attrs = attributesOf(admitted);
   return then(deps.guard.admit(admitted.credential, attrs), (admission) => answerAdmitted(deps, admitted, attrs, admission, decided, res, arrivedAt, requestId, errors));
@@ -154,13 +155,14 @@ function answerAdmitted(
   res: DownstreamResponse,
   arrivedAt: bigint,
   requestId: string,
-  errors: StatusEncoding | undefined,
+  errors: (() => StatusEncoding | undefined) | undefined,
 ): Maybe<Outcome> {
   if (admission.allowed === false) {
     // Refused exactly as the apiserver refuses: no cached byte reaches this client. Its
     // authentication and authorization filters negotiate the error with the default serializers,
     // not the resource's (a custom resource's client that prefers protobuf gets a protobuf 403).
-    if (errors) writeStatus(res, admission.status, errors);
+    const encoding = errors?.();
+    if (encoding) writeStatus(res, admission.status, encoding);
     else writeStatusAs(res, admission.status, decided.plan.representation);
     return { answered: admission.status.code };
   }

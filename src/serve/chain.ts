@@ -21,7 +21,7 @@ import type { AccessGuard } from '../auth/guard.ts';
 import type { WatchReauthorizer } from '../auth/watchrecheck.ts';
 import type { CacheView } from '../cache/view.ts';
 import type { DiscoveryCache } from '../discovery/discovery.ts';
-import type { FlowController } from '../flow/flowcontrol.ts';
+import type { Cancellation, FlowController } from '../flow/flowcontrol.ts';
 import type { Rule } from '../flow/rules.ts';
 import { WarmupBackoff } from '../flow/warmup.ts';
 import type { DownstreamRequest, DownstreamResponse } from '../http/downstream.ts';
@@ -128,10 +128,11 @@ export function createHandlers(deps: ChainDeps): Handlers {
       // The request deadline, read before authentication as the apiserver reads it.
       const deadline = requestDeadline(info, r.query);
       if (deadline) return refuse(deadline);
-      // How errors are written to this client, read once.
-      const errors = errorEncoding(req);
+      // How errors are written to this client, read once and only when one is.
+      let encoding: StatusEncoding | undefined | null = null;
+      const errors = (): StatusEncoding | undefined => (encoding === null ? (encoding = errorEncoding(req)) : encoding);
       // Answered by that deadline whatever it waits on, as the apiserver's timeout filter does.
-      const timeout = isLongRunning(info) ? undefined : new TimeoutResponse(res, remainingMs(r.query, r.started), (raw) => writeStatus(raw, newRequestTimeout(), errors));
+      const timeout = isLongRunning(info) ? undefined : new TimeoutResponse(res, remainingMs(r.query, r.started), (raw) => writeStatus(raw, newRequestTimeout(), errors()));
       if (timeout) res = timeout;
       /** Every wait from here on: the deadline is watched from the first. */
       const waiting = <T>(p: Promise<T>): Promise<T> => {
@@ -149,7 +150,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
       cancelled = deps.flow ? abortOnClose(res) : undefined;
       // Each stage answers at once when nothing waits, and only a promise is awaited: a cached
       // answer is then written in the turn its request arrived (src/maybe.ts).
-      const admitting = admit(deps, req, info, credential, cancelled?.signal);
+      const admitting = admit(deps, req, info, credential, cancelled);
       const admitted = admitting instanceof Promise ? await waiting(admitting) : admitting;
       if ('code' in admitted) return refuse(admitted);
       r.admitted = { seats: admitted.seats, longRunning: admitted.longRunning, credential: admitted.credential };
@@ -203,7 +204,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
       // The apiserver is protected by a bound of its own: what the cache cannot answer waits here,
       // not there. Reads of a resource still warming up are told to come back later, a little
       // later the more were turned away (KEP-4568), rather than pile up behind the bound.
-      const full = await waiting(admitUpstream(deps, admitted, cancelled?.signal));
+      const full = await waiting(admitUpstream(deps, admitted, cancelled));
       if (full) return refuse(outcome.forward === 'not-synced' ? tooManyRequests(warmup.retryAfter(`${info.apiGroup}/${info.resource}`)) : full);
       r.source = 'upstream';
       const labels = labelsOf(r, 'upstream');
@@ -335,14 +336,14 @@ export function createHandlers(deps: ChainDeps): Handlers {
       info = parsed;
       const credential = authenticate(deps, req, id);
       if ('code' in credential) return refuse(credential);
-      const passed = await admit(deps, req, info, credential, gone.signal);
+      const passed = await admit(deps, req, info, credential, gone);
       if ('code' in passed) return refuse(passed);
       admitted = passed;
       if (socket.destroyed) {
         release(admitted);
         return 499;
       }
-      const full = await admitUpstream(deps, admitted, gone.signal);
+      const full = await admitUpstream(deps, admitted, gone);
       if (full) return refuse(full);
       const auth = await deps.guard.upstreamAuth(credential, req.rawHeaders);
       if ('code' in auth) return refuse(auth);
@@ -387,13 +388,27 @@ export function createHandlers(deps: ChainDeps): Handlers {
 /**
  * Aborts when the client goes away, so a request waiting for a seat leaves its queue. Disposed
  * once nothing waits any more: every response closes in the end, and aborting then would only
- * build a DOMException (with its stack) for nobody.
+ * build a DOMException (with its stack) for nobody. The AbortController is made only when a wait
+ * asks for its signal; most requests take a free seat at once and never do.
  */
-function abortOnClose(res: DownstreamResponse): { signal: AbortSignal; dispose: () => void } {
-  const ac = new AbortController();
-  const onClose = (): void => ac.abort();
-  res.once('close', onClose);
-  return { signal: ac.signal, dispose: () => void res.off('close', onClose) };
+function abortOnClose(res: DownstreamResponse): Cancellation & { dispose: () => void } {
+  let ac: AbortController | undefined;
+  let closed = false;
+  const onClose = (): void => {
+    closed = true;
+    ac?.abort();
+  };
+  res.on('close', onClose);
+  return {
+    get signal(): AbortSignal {
+      if (!ac) {
+        ac = new AbortController();
+        if (closed) ac.abort();
+      }
+      return ac.signal;
+    },
+    dispose: () => void res.off('close', onClose),
+  };
 }
 
 /** How the apiserver would write an error to this client; compact JSON where that cannot be told. */
