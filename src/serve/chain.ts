@@ -210,12 +210,13 @@ export function createHandlers(deps: ChainDeps): Handlers {
       const labels = labelsOf(r, 'upstream');
       if (admitted.longRunning) metrics.longRunning.inc(labels);
       try {
-        r.code = await waiting(forward(req, res, deps.pools, {
-          auth,
-          traffic: admitted.longRunning ? 'longRunning' : 'request',
-          ending: info.verb === 'watch' ? watchEnding(r.query) : undefined,
-          share: flight,
-          sent: consistent ? (bytes) => metrics.cache.consistentBytes(consistent, 'upstream', bytes) : undefined,
+        r.code = await waiting(
+          forward(req, res, deps.pools, {
+            auth,
+            traffic: admitted.longRunning ? 'longRunning' : 'request',
+            ending: info.verb === 'watch' ? watchEnding(r.query) : undefined,
+            share: flight,
+            sent: consistent ? (bytes) => metrics.cache.consistentBytes(consistent, 'upstream', bytes) : undefined,
           }),
         );
       } finally {
@@ -393,17 +394,14 @@ export function createHandlers(deps: ChainDeps): Handlers {
  */
 function abortOnClose(res: DownstreamResponse): Cancellation & { dispose: () => void } {
   let ac: AbortController | undefined;
-  let closed = false;
-  const onClose = (): void => {
-    closed = true;
-    ac?.abort();
-  };
+  const onClose = (): void => ac?.abort();
   res.on('close', onClose);
   return {
     get signal(): AbortSignal {
       if (!ac) {
         ac = new AbortController();
-        if (closed) ac.abort();
+        // A response that closed already is destroyed (Node marks it before its 'close').
+        if (res.destroyed) ac.abort();
       }
       return ac.signal;
     },
