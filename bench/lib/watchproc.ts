@@ -41,6 +41,27 @@ export function machineCpuSeconds(): { busy: number; steal: number } {
   return { busy: (user + nice + system + irq + softirq) / TICKS_PER_SECOND, steal: steal / TICKS_PER_SECOND };
 }
 
+/**
+ * Seconds the process's threads have spent runnable but waiting for a CPU (the second field of
+ * each /proc/<pid>/task/<tid>/schedstat, summed over the threads alive now); null when it is gone.
+ * A thread's wait is the part of a delivery's delay that is the machine's, not the process's work.
+ */
+export function runQueueWaitSeconds(pid: number | 'self'): number | null {
+  try {
+    let ns = 0;
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[1]);
+      } catch {
+        // the thread ended
+      }
+    }
+    return ns / 1e9;
+  } catch {
+    return null;
+  }
+}
+
 /** Resident set size in bytes; null when the process is gone. */
 export function rssBytes(pid: number): number | null {
   try {
@@ -80,29 +101,38 @@ export class CpuWindow {
   readonly #startedAt = performance.now();
   readonly #client = process.cpuUsage();
   readonly #machine = machineCpuSeconds();
+  readonly #startWait: Record<string, number | null> = {};
 
   constructor(pids: Record<string, number | null>) {
     this.#pids = pids;
-    for (const [name, pid] of Object.entries(pids)) this.#start[name] = pid === null ? null : cpuSeconds(pid);
+    for (const [name, pid] of Object.entries(pids)) {
+      this.#start[name] = pid === null ? null : cpuSeconds(pid);
+      this.#startWait[name] = pid === null ? null : runQueueWaitSeconds(pid);
+    }
+    this.#startWait['client'] = runQueueWaitSeconds('self');
   }
 
   /**
    * Cores used on average over the window, per process; `client` is this benchmark's own process,
    * `machine` every process on the machine, `steal` time the hypervisor gave to other machines.
+   * `waiting`: each process's run-queue wait per second of the window, all its threads together.
    */
-  stop(): { seconds: number; cores: Record<string, number | null> } {
+  stop(): { seconds: number; cores: Record<string, number | null>; waiting: Record<string, number | null> } {
     const seconds = (performance.now() - this.#startedAt) / 1000;
     const cores: Record<string, number | null> = {};
+    const waiting: Record<string, number | null> = {};
+    const perSecond = (before: number | null | undefined, after: number | null): number | null =>
+      before === null || before === undefined || after === null ? null : (after - before) / seconds;
     for (const [name, pid] of Object.entries(this.#pids)) {
-      const before = this.#start[name];
-      const after = pid === null ? null : cpuSeconds(pid);
-      cores[name] = before === null || before === undefined || after === null ? null : (after - before) / seconds;
+      cores[name] = perSecond(this.#start[name], pid === null ? null : cpuSeconds(pid));
+      waiting[name] = perSecond(this.#startWait[name], pid === null ? null : runQueueWaitSeconds(pid));
     }
+    waiting['client'] = perSecond(this.#startWait['client'], runQueueWaitSeconds('self'));
     const used = process.cpuUsage(this.#client);
     cores['client'] = (used.user + used.system) / 1e6 / seconds;
     const machine = machineCpuSeconds();
     cores['machine'] = (machine.busy - this.#machine.busy) / seconds;
     cores['steal'] = (machine.steal - this.#machine.steal) / seconds;
-    return { seconds, cores };
+    return { seconds, cores, waiting };
   }
 }

@@ -79,8 +79,11 @@ export interface PhaseResult {
     /** Open file descriptors of the serving process: before, right after the watches opened, after the idle wait. */
     openFiles: { none: number | null; opened: number | null; idle: number | null };
   };
-  /** Cores used on average during the update phase. */
-  cpu: { seconds: number; cores: Record<string, number | null> };
+  /**
+   * Cores used on average during the update phase; `waiting`, run-queue wait per second of it, each
+   * process's threads together (absent in runs before it was recorded).
+   */
+  cpu: { seconds: number; cores: Record<string, number | null>; waiting?: Record<string, number | null> };
   /** Cores used with the watches open and no updates yet: the background the update phase adds to. */
   idleCpu: { seconds: number; cores: Record<string, number | null> };
   /** The serving processes' runtimes during the update phase, from their own metrics. */
@@ -216,6 +219,11 @@ export function table(r: WatchReport): string {
     row('benchmark client CPU', (p) => pct(cpu(p, 'client'))),
     row(`whole machine CPU (of ${r.environment.cpus} cores) / stolen`, (p) => `${pct(cpu(p, 'machine'))} / ${pct(cpu(p, 'steal'))}`),
     row('other processes on the machine (machine less the above)', (p) => pct(others(p))),
+    row('run-queue wait during updates, ms per s: apiserver / Levee / client', (p) => {
+      const w = p.cpu.waiting;
+      const at = (k: string): string => (w?.[k] === null || w?.[k] === undefined ? '-' : (w[k] * 1000).toFixed(1));
+      return `${at('apiserver')} / ${p.target === 'levee' ? at('levee') : '-'} / ${at('client')}`;
+    }),
     row('client event-loop delay p99, ms', (p) => ms(p.eventLoopDelayMs.p99)),
     row('Levee event-loop delay p99 / max, ms', (p) => (p.target === 'levee' && p.runtime ? `${ms(p.runtime.leveeEventLoopP99Ms)} / ${ms(p.runtime.leveeEventLoopMaxMs)}` : '-')),
     row('Levee GC during updates (major / all), s', (p) => {
