@@ -28,6 +28,17 @@
 //   npm run bench:watch -- --watchers 2000 --nodes 200 --rate 50 --seconds 30
 //   npm run bench:watch -- --render             # redraw watch.md and watch.svg from watch.json
 //   npm run bench:watch -- --cleanup            # delete the generated pods and nodes afterwards
+//   npm run bench:watch -- --no-pin             # every process shares every CPU
+//
+// Pinned by default (taskset): the server under test has half the CPUs to itself, the apiserver
+// and etcd when watched directly, Levee when watched through it; this process (the watchers and
+// the updater) runs on the other half, joined there by the apiserver and etcd during Levee's
+// phase. A gateway is deployed apart from the apiserver it relieves and from its clients. On
+// shared CPUs a delivery through Levee, one hop later than the reference's, waited for a CPU: at
+// 10,000 watchers and 100 updates/s its threads spent 1.5–1.8 s of the 55 s runnable but not
+// running (their schedstat), in stalls of 7–20 ms in which they used 0.2 s of CPU, behind the
+// apiserver, this process, and its own collector's helper threads (src/nodeflags.ts). The
+// direct phase is measured the same way: its watchers and the reference are the one apiserver's.
 //
 // The generated cluster stays in the test environment for the next run unless --cleanup is given.
 import { execFileSync } from 'node:child_process';
@@ -40,6 +51,7 @@ import { parseArgs } from 'node:util';
 import { Agent, request } from 'undici';
 import { quietEnv } from './lib/env.ts';
 import { startLevee, type LeveeProcess } from '../test/support/levee.ts';
+import { allCpus, pinProcess, pinSelf, splitCpus } from '../test/support/cpus.ts';
 import { call, must } from './lib/client.ts';
 import { CLUSTER_LABEL, clusterId, ensureCluster, removeCluster, type ClusterSize, type Generation, type Layout } from './lib/pods.ts';
 import { metric, parseMetrics, type Sample } from './lib/prom.ts';
@@ -64,7 +76,9 @@ const { values: flags } = parseArgs({
     'max-in-flight': { type: 'string', default: '64' },
     render: { type: 'boolean', default: false },
     cleanup: { type: 'boolean', default: false },
+    pin: { type: 'boolean', default: true },
   },
+  allowNegative: true,
 });
 
 const RESULTS = resolve(import.meta.dirname, 'results');
@@ -104,7 +118,9 @@ if (![WATCHERS, NODES, RATE, SECONDS, WARMUP, SETTLE, PODS_PER_NODE, STREAMS_PER
 }
 if (WARMUP >= SECONDS) throw new Error('--warmup must be shorter than --seconds');
 const overridden = ['watchers', 'nodes', 'rate', 'seconds'].some((k) => flags[k as keyof typeof flags] !== undefined);
-const MODE = overridden ? `custom-w${WATCHERS}-n${NODES}-r${RATE}-s${SECONDS}` : FULL ? 'full' : 'quick';
+const halves = flags.pin ? splitCpus() : undefined;
+const PINNING = halves && { client: halves.client, server: halves.server };
+const MODE = `${overridden ? `custom-w${WATCHERS}-n${NODES}-r${RATE}-s${SECONDS}` : FULL ? 'full' : 'quick'}${PINNING ? '' : '-shared'}`;
 
 const log = (line: string): void => console.error(`bench:watch: ${line}`);
 const env = await quietEnv();
@@ -156,6 +172,34 @@ log(
   `cluster ${cluster.id}${generation.reused ? ' (reused)' : ''}: ${generation.podItems} pods; ${WATCHERS} watchers on ${NODES} nodes, ` +
     `${nodesWithPods} of which have pods (${podsByNode.reduce((a, p) => a + p.length, 0)} pods)`,
 );
+
+// ---------------------------------------------------------------- pinning
+
+// Pinned only now: generating the cluster is no part of the measurement. The apiserver and etcd
+// are pinned at each phase (the server under test in the first, beside the client in the second;
+// a phase repeated after a restart meets a new apiserver) and given every CPU back when the
+// benchmark ends, as the test environment outlives it.
+function pinUpstream(target: TargetKey): void {
+  if (!PINNING) return;
+  const cpus = target === 'apiserver' ? PINNING.server : PINNING.client;
+  for (const pid of Object.values(testenvPids())) if (pid !== null) pinProcess(pid, cpus);
+}
+if (PINNING) {
+  pinSelf(PINNING.client);
+  const unpin = (): void => {
+    for (const pid of Object.values(testenvPids())) {
+      try {
+        if (pid !== null) pinProcess(pid, allCpus());
+      } catch {
+        // gone
+      }
+    }
+  };
+  process.once('exit', unpin);
+  // 'exit' does not run on a signal by default: stopped with ^C, the environment is given back too.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130));
+  log(`pinned: the server under test on CPU ${PINNING.server} (the apiserver and etcd, then Levee); the watchers and the updater on CPU ${PINNING.client}, with the apiserver and etcd while Levee is measured`);
+}
 
 // ---------------------------------------------------------------- measurements
 
@@ -340,6 +384,7 @@ interface Target {
 class Disturbed extends Error {}
 
 async function runPhase(t: Target, attempts: number): Promise<PhaseResult> {
+  pinUpstream(t.key);
   const rv = await currentResourceVersion(t.origin);
   const path = (node: string): string =>
     `/api/v1/pods?watch=true&fieldSelector=${encodeURIComponent(`spec.nodeName=${node}`)}&resourceVersion=${rv}&allowWatchBookmarks=true`;
@@ -619,7 +664,8 @@ const apiserverResult = await measure(
 const gaugeBeforeLevee = await podWatchGaugeBackTo(apiserverResult.podWatchGauge.before);
 
 const commit = leveeCommit();
-const levee = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra: ['--cache', 'pods'] });
+// Pinned, Levee takes its default --workers: the CPUs it may use.
+const levee = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra: ['--cache', 'pods'], cpus: PINNING?.server });
 let report: WatchReport;
 try {
   const readySeconds = await waitUntil('levee', `${levee.url.origin}/readyz`, false, 600);
@@ -706,6 +752,7 @@ try {
       generationSeconds: generation.seconds,
     },
     levee: { flags: '--cache pods', commit, readySeconds, rssSyncedBytes: rssSynced, cachedPods },
+    pinning: PINNING ?? null,
     order:
       'Order: sequential. First all watches on the apiserver directly, with Levee not running; then Levee is started and all watches go ' +
       'through it; the same pods, rate and duration each time. Not interleaved, because CPU and memory can be attributed to a target ' +

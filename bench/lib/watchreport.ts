@@ -136,6 +136,8 @@ export interface WatchReport {
   };
   cluster: { id: string; pods: number; nodes: number; podItems: number; podBytesPerItem: number; reused: boolean; generationSeconds: number };
   levee: { flags: string; commit?: string | null; readySeconds: number; rssSyncedBytes: number; cachedPods: number | null };
+  /** taskset's CPUs for the benchmark client and for the server under test; absent or null: not pinned. */
+  pinning?: { client: string; server: string } | null;
   order: string;
   upstream: {
     method: string;
@@ -279,7 +281,11 @@ export function markdownRun(r: WatchReport): string {
   return `## ${r.mode}: ${c.watchers.toLocaleString('en')} watchers on ${c.nodes.toLocaleString('en')} nodes, ${c.rate} updates/s for ${c.seconds} s
 
 ${r.date}. Kubernetes ${e.apiserver}, Node ${e.node}, ${e.cpus} CPUs (${e.cpuModel}), ${(e.memoryBytes / 2 ** 30).toFixed(0)} GiB;
-client, etcd, apiserver and Levee share the CPUs. Cluster ${r.cluster.id}: ${r.cluster.podItems.toLocaleString('en')} pods
+${
+    r.pinning
+      ? `Pinned (taskset): the server under test on CPU ${r.pinning.server} (the apiserver and etcd in the first phase, Levee with its default --workers, the CPUs it may use, in the second); the benchmark client on CPU ${r.pinning.client}, with the apiserver and etcd during Levee's phase.`
+      : 'Not pinned: client, etcd, apiserver and Levee share the CPUs.'
+  } Cluster ${r.cluster.id}: ${r.cluster.podItems.toLocaleString('en')} pods
 (${(r.cluster.podBytesPerItem / 1024).toFixed(1)} KiB each), ${c.podsOnWatchedNodes.toLocaleString('en')} of them on the ${c.watchedNodesWithPods} watched nodes that have pods;
 ${c.watchersPerNode.min === c.watchersPerNode.max ? c.watchersPerNode.min : `${c.watchersPerNode.min}–${c.watchersPerNode.max}`} watchers per node.
 Levee ${r.levee.commit ? `at ${r.levee.commit}, ` : ''}${r.levee.flags}, ready after ${r.levee.readySeconds.toFixed(1)} s with ${r.levee.cachedPods ?? '?'} pods cached (RSS ${mb(r.levee.rssSyncedBytes)} MB).
