@@ -245,15 +245,25 @@ const reviews = {
   subjectAccessReviews: metric(leveeMetrics, 'levee_subject_access_reviews_total') ?? 0,
   serviceAccountTokensVerifiedLocally: metric(leveeMetrics, 'levee_serviceaccount_tokens_verified_locally_total') ?? 0,
 };
-const consistent = {
-  verified: metric(leveeMetrics, 'levee_consistent_reads_total', { resource: 'pods', result: 'verified' }) ?? 0,
-  forwarded: metric(leveeMetrics, 'levee_consistent_reads_total', { resource: 'pods', result: 'forwarded' }) ?? 0,
+// Each agent's two watch-lists (its pods, its Node) are consistent reads: proven fresh and answered
+// from the cache, or forwarded, whose reasons Levee counts.
+const consistentOf = (resource: string): { verified: number; forwarded: number; meanWaitMs: number | null } => {
+  const waits = metric(leveeMetrics, 'levee_consistent_read_wait_seconds_count', { resource }) ?? 0;
+  return {
+    verified: metric(leveeMetrics, 'levee_consistent_reads_total', { resource, result: 'verified' }) ?? 0,
+    forwarded: metric(leveeMetrics, 'levee_consistent_reads_total', { resource, result: 'forwarded' }) ?? 0,
+    meanWaitMs: waits === 0 ? null : ((metric(leveeMetrics, 'levee_consistent_read_wait_seconds_sum', { resource }) ?? 0) / waits) * 1000,
+  };
 };
+const consistent = consistentOf('pods');
+const consistentNodes = consistentOf('nodes');
+const forwardedByReason: Record<string, number> = {};
+for (const s of leveeMetrics) if (s.name === 'levee_read_forwarded_total' && s.value > 0) forwardedByReason[s.labels['reason'] ?? '?'] = s.value;
 // What each synced agent cost the server side: the apiserver and etcd directly; Levee, the
 // apiserver and etcd through Levee.
 const serverCpu = (p: Phase): number => p.apiserverCpuSeconds + p.etcdCpuSeconds + (p.leveeCpuSeconds ?? 0);
 const perAgentMs = { direct: (serverCpu(direct) / K) * 1000, via: (serverCpu(via) / K) * 1000 };
-const report = { benchmark: 'massrestart', pinning: pinning ?? null, serverCpuPerSyncedAgentMs: perAgentMs, informers: values.informers, leveeConsistentReadsOfPods: consistent, date: new Date().toISOString(), node: process.version, apiserver: env.version, agents: K, nodes: layout.nodes.length, pods: layout.pods.length, direct, via, leveeReviewsSinceStart: reviews };
+const report = { benchmark: 'massrestart', pinning: pinning ?? null, serverCpuPerSyncedAgentMs: perAgentMs, informers: values.informers, leveeConsistentReadsOfPods: consistent, leveeConsistentReadsOfNodes: consistentNodes, leveeReadsForwardedByReason: forwardedByReason, date: new Date().toISOString(), node: process.version, apiserver: env.version, agents: K, nodes: layout.nodes.length, pods: layout.pods.length, direct, via, leveeReviewsSinceStart: reviews };
 const out = resolve(import.meta.dirname, 'results');
 mkdirSync(out, { recursive: true });
 writeFileSync(resolve(out, 'massrestart.json'), JSON.stringify(report, null, 2) + '\n');
@@ -291,7 +301,9 @@ What reached the apiserver, by verb and resource:
 - directly: ${kinds(direct)}
 - through Levee: ${kinds(via)}
 
-Consistent reads of pods through Levee: ${consistent.verified} proven fresh and answered from the cache, ${consistent.forwarded} forwarded.
+Consistent reads through Levee (each agent's watch-lists), proven fresh and answered from the cache / forwarded, and their mean wait for the proof:
+pods ${consistent.verified} / ${consistent.forwarded}, ${consistent.meanWaitMs === null ? '-' : f0(consistent.meanWaitMs)} ms; nodes ${consistentNodes.verified} / ${consistentNodes.forwarded}, ${consistentNodes.meanWaitMs === null ? '-' : f0(consistentNodes.meanWaitMs)} ms.
+Reads Levee forwarded, by reason: ${Object.entries(forwardedByReason).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}.
 Levee since its start: ${reviews.tokenReviews} TokenReviews, ${reviews.subjectAccessReviews} SubjectAccessReviews sent;
 ${reviews.serviceAccountTokensVerifiedLocally} service-account token authentications verified locally.
 `;
