@@ -27,7 +27,7 @@ import { parseArgs } from 'node:util';
 import { createSecureContext } from 'node:tls';
 import { Agent } from 'undici';
 import { quietEnv } from './lib/env.ts';
-import { allCpus, pinProcess, pinSelf, splitCpus } from '../test/support/cpus.ts';
+import { pinProcess, pinSelf, splitCpus, unpinProcesses } from '../test/support/cpus.ts';
 import { startLevee, writeKubeconfig, type LeveeProcess } from '../test/support/levee.ts';
 import { kubectl } from '../test/support/kubectl.ts';
 import { call, must, pool } from './lib/client.ts';
@@ -198,15 +198,7 @@ async function phase(target: string, origin: string, levee?: LeveeProcess): Prom
 
 // Pinned only now: generating the cluster and the identities is no part of the measurement.
 const upstreamPids = Object.values(testenvPids()).filter((p) => p !== null);
-const unpin = (): void => {
-  for (const pid of upstreamPids) {
-    try {
-      pinProcess(pid, allCpus());
-    } catch {
-      // gone
-    }
-  }
-};
+const unpin = (): void => unpinProcesses(upstreamPids);
 if (pinning) {
   pinSelf(pinning.client);
   for (const pid of upstreamPids) pinProcess(pid, pinning.server);

@@ -37,7 +37,7 @@
 // shared CPUs a delivery through Levee, one hop later than the reference's, waited for a CPU: at
 // 10,000 watchers and 100 updates/s its threads spent 1.5–1.8 s of the 55 s runnable but not
 // running (their schedstat), in stalls of 7–20 ms in which they used 0.2 s of CPU, behind the
-// apiserver, this process, and its own collector's helper threads (src/nodeflags.ts). The
+// apiserver, this process, and its own collector's helper threads (docs/design.md §5). The
 // direct phase is measured the same way: its watchers and the reference are the one apiserver's.
 //
 // The generated cluster stays in the test environment for the next run unless --cleanup is given.
@@ -51,7 +51,7 @@ import { parseArgs } from 'node:util';
 import { Agent, request } from 'undici';
 import { quietEnv } from './lib/env.ts';
 import { startLevee, type LeveeProcess } from '../test/support/levee.ts';
-import { allCpus, pinProcess, pinSelf, splitCpus } from '../test/support/cpus.ts';
+import { pinProcess, pinSelf, splitCpus, unpinProcesses } from '../test/support/cpus.ts';
 import { call, must } from './lib/client.ts';
 import { CLUSTER_LABEL, clusterId, ensureCluster, removeCluster, type ClusterSize, type Generation, type Layout } from './lib/pods.ts';
 import { metric, parseMetrics, type Sample } from './lib/prom.ts';
@@ -118,8 +118,7 @@ if (![WATCHERS, NODES, RATE, SECONDS, WARMUP, SETTLE, PODS_PER_NODE, STREAMS_PER
 }
 if (WARMUP >= SECONDS) throw new Error('--warmup must be shorter than --seconds');
 const overridden = ['watchers', 'nodes', 'rate', 'seconds'].some((k) => flags[k as keyof typeof flags] !== undefined);
-const halves = flags.pin ? splitCpus() : undefined;
-const PINNING = halves && { client: halves.client, server: halves.server };
+const PINNING = flags.pin ? splitCpus() : undefined;
 const MODE = `${overridden ? `custom-w${WATCHERS}-n${NODES}-r${RATE}-s${SECONDS}` : FULL ? 'full' : 'quick'}${PINNING ? '' : '-shared'}`;
 
 const log = (line: string): void => console.error(`bench:watch: ${line}`);
@@ -186,16 +185,7 @@ function pinUpstream(target: TargetKey): void {
 }
 if (PINNING) {
   pinSelf(PINNING.client);
-  const unpin = (): void => {
-    for (const pid of Object.values(testenvPids())) {
-      try {
-        if (pid !== null) pinProcess(pid, allCpus());
-      } catch {
-        // gone
-      }
-    }
-  };
-  process.once('exit', unpin);
+  process.once('exit', () => unpinProcesses(Object.values(testenvPids()).filter((p) => p !== null)));
   // 'exit' does not run on a signal by default: stopped with ^C, the environment is given back too.
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130));
   log(`pinned: the server under test on CPU ${PINNING.server} (the apiserver and etcd, then Levee); the watchers and the updater on CPU ${PINNING.client}, with the apiserver and etcd while Levee is measured`);

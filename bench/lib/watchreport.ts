@@ -222,8 +222,10 @@ export function table(r: WatchReport): string {
     row(`whole machine CPU (of ${r.environment.cpus} cores) / stolen`, (p) => `${pct(cpu(p, 'machine'))} / ${pct(cpu(p, 'steal'))}`),
     row('other processes on the machine (machine less the above)', (p) => pct(others(p))),
     row('run-queue wait during updates, ms per s: apiserver / Levee / client', (p) => {
-      const w = p.cpu.waiting;
-      const at = (k: string): string => (w?.[k] === null || w?.[k] === undefined ? '-' : (w[k] * 1000).toFixed(1));
+      const at = (k: string): string => {
+        const w = p.cpu.waiting?.[k];
+        return typeof w === 'number' ? (w * 1000).toFixed(1) : '-';
+      };
       return `${at('apiserver')} / ${p.target === 'levee' ? at('levee') : '-'} / ${at('client')}`;
     }),
     row('client event-loop delay p99, ms', (p) => ms(p.eventLoopDelayMs.p99)),

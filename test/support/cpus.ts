@@ -31,6 +31,20 @@ export function pinProcess(pid: number, cpus: string): void {
   execFileSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' });
 }
 
+/**
+ * Gives processes every CPU again (a benchmark's end: the test environment outlives it); one that
+ * is gone is skipped.
+ */
+export function unpinProcesses(pids: Iterable<number>): void {
+  for (const pid of pids) {
+    try {
+      pinProcess(pid, allCpus());
+    } catch {
+      // gone
+    }
+  }
+}
+
 /** Every CPU of the machine, as taskset names them. */
 export function allCpus(): string {
   return `0-${os.cpus().length - 1}`;
