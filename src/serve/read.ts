@@ -141,6 +141,8 @@ function serveGet(r: CachedResource, plan: ReadPlan, res: DownstreamResponse, re
   } else {
     body = joinBytes([...objectBytes(r.info, o), NEWLINE]);
   }
+  // With its length, an HTTP/1.1 answer goes out as head and body, not in chunked framing.
+  responseHeaders['content-length'] = String(body.length);
   res.writeHead(200, responseHeaders);
   res.end(body);
   return { code: 200, bytes: body.length };

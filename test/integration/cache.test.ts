@@ -179,6 +179,8 @@ async function differential(dispatcher: Dispatcher, seed: number): Promise<void>
     const [a, b] = await Promise.all([get(env.server + path, agent, env.tokens.admin), get(levee.url.origin + path, agent, env.tokens.admin)]);
     assert.equal(b.status, a.status, path);
     assert.equal(b.body, a.body, path);
+    // An object from the cache goes out with its length, not in HTTP/1.1's chunked framing.
+    if (rv === '0' && b.status === 200) assert.equal(b.headers['content-length'], String(Buffer.byteLength(b.body)), path);
     compared++;
   }
   const ns = await Promise.all([get(`${env.server}/api/v1/namespaces/${namespaces[1]}?resourceVersion=0`, agent, env.tokens.admin), get(`${levee.url.origin}/api/v1/namespaces/${namespaces[1]}?resourceVersion=0`, agent, env.tokens.admin)]);
