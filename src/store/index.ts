@@ -4,20 +4,59 @@
 // holds the objects themselves: looking each key up in the tree again cost ~1.6 µs per object.
 import type { CachedObject } from './object.ts';
 
-export type IndexEntries = ReadonlyMap<string, CachedObject>;
+/** The objects that have one value: by key, and in key order (a LIST's order) once asked for. */
+export interface IndexEntries {
+  readonly size: number;
+  values(): IterableIterator<CachedObject>;
+  /**
+   * The same objects in key order. Kept until the next change to these entries, so repeated
+   * LISTs of one node or one app do not sort again: a LIST of one node's 50 pods out of 50,000
+   * spent 72 µs in sorting and visiting its candidates, mostly waiting on memory the sort touched.
+   */
+  inKeyOrder(): readonly CachedObject[];
+}
 
-const EMPTY: IndexEntries = new Map();
+class Entries implements IndexEntries {
+  readonly #byKey = new Map<string, CachedObject>();
+  #ordered: CachedObject[] | undefined;
+
+  get size(): number {
+    return this.#byKey.size;
+  }
+
+  values(): IterableIterator<CachedObject> {
+    return this.#byKey.values();
+  }
+
+  inKeyOrder(): readonly CachedObject[] {
+    if (this.#ordered) return this.#ordered;
+    const ordered = [...this.#byKey.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    this.#ordered = ordered;
+    return ordered;
+  }
+
+  set(o: CachedObject): void {
+    this.#byKey.set(o.key, o);
+    this.#ordered = undefined;
+  }
+
+  delete(key: string): void {
+    if (this.#byKey.delete(key)) this.#ordered = undefined;
+  }
+}
+
+const EMPTY: IndexEntries = new Entries();
 
 export class InvertedIndex {
-  readonly #byValue = new Map<string, Map<string, CachedObject>>();
+  readonly #byValue = new Map<string, Entries>();
 
   add(value: string, o: CachedObject): void {
     let entries = this.#byValue.get(value);
     if (!entries) {
-      entries = new Map();
+      entries = new Entries();
       this.#byValue.set(value, entries);
     }
-    entries.set(o.key, o);
+    entries.set(o);
   }
 
   remove(value: string, key: string): void {

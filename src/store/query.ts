@@ -66,44 +66,57 @@ function moreInRange(tree: Tree, q: ListQuery, key: string): boolean {
   return false;
 }
 
-/** The smallest candidate set an index offers for this query, if any. */
-function candidates(store: Store, q: ListQuery): IndexEntries | undefined {
+/**
+ * The smallest candidate set an index offers for this query, if any; `exact` when every candidate
+ * matches (the query is that one field term), so no object needs reading to decide.
+ */
+function candidates(store: Store, q: ListQuery): { set: IndexEntries; exact: boolean } | undefined {
   let best: IndexEntries | undefined;
-  const consider = (set: IndexEntries): void => {
-    if (!best || set.size < best.size) best = set;
+  let exact = false;
+  const consider = (set: IndexEntries, onlyTerm: boolean): void => {
+    if (!best || set.size < best.size) {
+      best = set;
+      exact = onlyTerm;
+    }
   };
   for (const field of store.indexedFields) {
     const value = q.fields.empty ? undefined : q.fields.exact(field);
-    if (value !== undefined) consider(store.fieldIndex(field)!.get(value));
+    if (value !== undefined) consider(store.fieldIndex(field)!.get(value), q.labels.empty && q.fields.terms.length === 1);
   }
   if (!q.labels.empty) {
     const idx = store.labelIndex();
-    for (const [k, v] of q.labels.equalities()) consider(idx.withValue(k, v));
-    if (!best) for (const k of q.labels.exists()) consider(idx.withKey(k));
+    for (const [k, v] of q.labels.equalities()) consider(idx.withValue(k, v), false);
+    if (!best) for (const k of q.labels.exists()) consider(idx.withKey(k), false);
   }
-  return best;
+  return best && { set: best, exact };
 }
 
 /** LIST from the live state, using an index when one narrows the query. */
 export function listLive(store: Store, q: ListQuery): ListResult {
-  const keys = candidates(store, q);
+  const found = candidates(store, q);
   // An index only pays when it is much smaller than a scan of the range.
-  if (!keys || keys.size * 4 > store.size) return scan(store.tree, q);
+  if (!found || found.set.size * 4 > store.size) return scan(store.tree, q);
   const prefix = q.namespace === '' ? '/' : `/${q.namespace}/`;
   const start = rangeStart(q);
-  const found: CachedObject[] = [];
-  for (const [key, o] of keys) {
-    if (!key.startsWith(prefix) || key < start) continue;
-    if (matches(o, q)) found.push(o);
+  // Every key starts with "/": across all namespaces, from the start, no key needs looking at.
+  const wholeRange = start === '/';
+  const items: CachedObject[] = [];
+  for (const o of found.set.inKeyOrder()) {
+    if (!wholeRange && (!o.key.startsWith(prefix) || o.key < start)) continue;
+    if (!found.exact && !matches(o, q)) continue;
+    if (q.limit > 0 && items.length === q.limit) {
+      const lastKey = items.at(-1)!.key;
+      // Another candidate remains, or the range holds more beyond the page (the apiserver's
+      // continue token says whether any object of the range remains, matching or not).
+      return { items, lastKey };
+    }
+    items.push(o);
   }
-  found.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-  if (q.limit > 0 && found.length >= q.limit) {
-    const items = found.slice(0, q.limit);
+  if (q.limit > 0 && items.length === q.limit) {
     const lastKey = items.at(-1)!.key;
     if (moreInRange(store.tree, q, lastKey)) return { items, lastKey };
-    return { items };
   }
-  return { items: found };
+  return { items };
 }
 
 /**
@@ -113,7 +126,7 @@ export function listLive(store: Store, q: ListQuery): ListResult {
  */
 export function answersAtLeast(store: Store, q: ListQuery, bytes: number): boolean {
   const prefix = q.namespace === '' ? '/' : `/${q.namespace}/`;
-  const keys = candidates(store, q);
+  const keys = candidates(store, q)?.set;
   const objects: Iterable<CachedObject> = keys ? keys.values() : store.tree.values(prefix);
   let count = 0;
   let sum = 0;
