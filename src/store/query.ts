@@ -104,14 +104,12 @@ export function listLive(store: Store, q: ListQuery): ListResult {
   for (const o of found.set.inKeyOrder()) {
     if (!wholeRange && (!o.key.startsWith(prefix) || o.key < start)) continue;
     if (!found.exact && !matches(o, q)) continue;
-    if (q.limit > 0 && items.length === q.limit) {
-      const lastKey = items.at(-1)!.key;
-      // Another candidate remains, or the range holds more beyond the page (the apiserver's
-      // continue token says whether any object of the range remains, matching or not).
-      return { items, lastKey };
-    }
+    // A full page with a match still to come: a continue token, without asking the tree.
+    if (q.limit > 0 && items.length === q.limit) return { items, lastKey: items.at(-1)!.key };
     items.push(o);
   }
+  // A page filled by the last match gets one whenever any object of the range, matching or not,
+  // remains after it (as the apiserver's continue token says).
   if (q.limit > 0 && items.length === q.limit) {
     const lastKey = items.at(-1)!.key;
     if (moreInRange(store.tree, q, lastKey)) return { items, lastKey };
