@@ -124,16 +124,16 @@ export function listLive(store: Store, q: ListQuery): ListResult {
  */
 export function answersAtLeast(store: Store, q: ListQuery, bytes: number): boolean {
   const prefix = q.namespace === '' ? '/' : `/${q.namespace}/`;
-  const keys = candidates(store, q)?.set;
-  const objects: Iterable<CachedObject> = keys ? keys.values() : store.tree.values(prefix);
+  const found = candidates(store, q);
+  const objects: Iterable<CachedObject> = found ? found.set.values() : store.tree.values(prefix);
   let count = 0;
   let sum = 0;
   for (const o of objects) {
     if (!o.key.startsWith(prefix)) {
-      if (keys) continue;
+      if (found) continue;
       break;
     }
-    if (!matches(o, q)) continue;
+    if (!found?.exact && !matches(o, q)) continue;
     sum += o.item.length;
     if (sum >= bytes) return true;
     // A page is all one answer holds.

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { Store } from '../../src/store/store.ts';
-import { listLive, scan } from '../../src/store/query.ts';
+import { answersAtLeast, listLive, scan } from '../../src/store/query.ts';
 import { objectKey, type CachedObject } from '../../src/store/object.ts';
 import { parseLabelSelector } from '../../src/selectors/labels.ts';
 import { parseFieldSelector } from '../../src/selectors/fields.ts';
@@ -133,6 +133,9 @@ test('a LIST through an index is the scan of the same state, after any changes, 
             assert.deepEqual(viaIndex.items.map((o) => [o.key, o.resourceVersion]), scanned.items.map((o) => [o.key, o.resourceVersion]));
             assert.equal(viaIndex.lastKey, scanned.lastKey);
           }
+          // Whether the answer holds at least some bytes: what the page a scan gives holds.
+          const page = scan(s.tree, { ...q, startKey: undefined }).items.reduce((n, o) => n + o.item.length, 0);
+          for (const bytes of [1, 30, 100]) assert.equal(answersAtLeast(s, q, bytes), page >= bytes);
         }
       },
     ),
