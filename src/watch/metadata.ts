@@ -7,8 +7,9 @@ import type { CachedObject } from '../store/object.ts';
 import { metadataOf, metadataOfJson, partialObjectMetadata, type MetaVersion } from '../represent/metadata.ts';
 import { errorLine, eventObject, type WatchEncoding, type WatchEventType } from './encode.ts';
 import { joinBytes } from '../store/bytes.ts';
+import { RecentFrames } from './recentframes.ts';
 
-const frames = new WeakMap<StoreEvent, Map<string, Buffer | null>>();
+const frames = new RecentFrames<Buffer | null>();
 const CLOSE = Buffer.from('}\n');
 
 function frame(type: string, object: Buffer[]): Buffer {
@@ -27,17 +28,12 @@ function encoding(version: MetaVersion): WatchEncoding {
   return {
     contentType: 'application/json',
     event(info: ResourceInfo, event: StoreEvent, type: WatchEventType) {
-      let byKey = frames.get(event);
-      if (!byKey) {
-        byKey = new Map();
-        frames.set(event, byKey);
-      }
       const key = `${version} ${type}`;
-      let f = byKey.get(key);
+      let f = frames.get(event, key);
       if (f === undefined) {
         const { object, parts } = eventObject(info, event, type);
         f = metadataFrame(type, () => (parts ? metadataOfJson(info, Buffer.concat(parts), object.typed) : metadataOf(info, object))) ?? null;
-        byKey.set(key, f);
+        frames.set(event, key, f);
       }
       return f ?? undefined;
     },
