@@ -6,11 +6,10 @@ import type { Status } from '../api/types.ts';
 import type { StoreEvent } from '../store/events.ts';
 import { objectBytes, type CachedObject } from '../store/object.ts';
 import { joinBytes } from '../store/bytes.ts';
-import { RecentFrames } from './recentframes.ts';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
-const lines = new RecentFrames<Buffer>();
+const lines = new WeakMap<StoreEvent, Map<WatchEventType, Buffer>>();
 const CLOSE = Buffer.from('}\n');
 
 function frame(type: string, parts: Buffer[]): Buffer {
@@ -49,11 +48,16 @@ export function eventObject(info: ResourceInfo, event: StoreEvent, type: WatchEv
 
 /** The line for `event` delivered as `type` to a watcher (selector transitions change the type). */
 export function eventLine(info: ResourceInfo, event: StoreEvent, type: WatchEventType): Buffer {
-  let line = lines.get(event, type);
+  let byType = lines.get(event);
+  if (!byType) {
+    byType = new Map();
+    lines.set(event, byType);
+  }
+  let line = byType.get(type);
   if (!line) {
     const { object, parts } = eventObject(info, event, type);
     line = frame(type, parts ?? objectBytes(info, object));
-    lines.set(event, type, line);
+    byType.set(type, line);
   }
   return line;
 }

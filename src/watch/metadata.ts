@@ -7,9 +7,8 @@ import type { CachedObject } from '../store/object.ts';
 import { metadataOf, metadataOfJson, partialObjectMetadata, type MetaVersion } from '../represent/metadata.ts';
 import { errorLine, eventObject, type WatchEncoding, type WatchEventType } from './encode.ts';
 import { joinBytes } from '../store/bytes.ts';
-import { RecentFrames } from './recentframes.ts';
 
-const frames = new RecentFrames<Buffer | null>();
+const frames = new WeakMap<StoreEvent, Map<string, Buffer | null>>();
 const CLOSE = Buffer.from('}\n');
 
 function frame(type: string, object: Buffer[]): Buffer {
@@ -28,12 +27,17 @@ function encoding(version: MetaVersion): WatchEncoding {
   return {
     contentType: 'application/json',
     event(info: ResourceInfo, event: StoreEvent, type: WatchEventType) {
+      let byKey = frames.get(event);
+      if (!byKey) {
+        byKey = new Map();
+        frames.set(event, byKey);
+      }
       const key = `${version} ${type}`;
-      let f = frames.get(event, key);
+      let f = byKey.get(key);
       if (f === undefined) {
         const { object, parts } = eventObject(info, event, type);
         f = metadataFrame(type, () => (parts ? metadataOfJson(info, Buffer.concat(parts), object.typed) : metadataOf(info, object))) ?? null;
-        frames.set(event, key, f);
+        byKey.set(key, f);
       }
       return f ?? undefined;
     },

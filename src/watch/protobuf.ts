@@ -4,17 +4,17 @@
 import { apiVersionOf, type ResourceInfo } from '../api/resource.ts';
 import { encodeStatusAs } from '../api/status.ts';
 import type { Status } from '../api/types.ts';
+import type { StoreEvent } from '../store/events.ts';
 import type { CachedObject } from '../store/object.ts';
 import { encodeMessage, parseObject, Unrepresentable } from '../represent/protobuf/encode.ts';
 import { fieldHead, listMetaField, metadataMessage, objectFromJson, objectMessage, PROTOBUF_WATCH, watchFrame, wrap } from '../represent/protobuf/objects.ts';
 import { messageOfKind, OBJECT_META } from '../represent/protobuf/schema.ts';
 import { metadataOfJson } from '../represent/metadata.ts';
 import { eventObject, type WatchEncoding, type WatchEventType } from './encode.ts';
-import { RecentFrames } from './recentframes.ts';
 
 type Form = { kind: 'object' } | { kind: 'metadata'; version: 'v1' | 'v1beta1' };
 
-const frames = new RecentFrames<Buffer | null>();
+const frames = new WeakMap<StoreEvent, Map<string, Buffer | null>>();
 
 function encoding(form: Form): WatchEncoding {
   const key = form.kind === 'object' ? 'object' : `metadata/${form.version}`;
@@ -60,13 +60,18 @@ function encoding(form: Form): WatchEncoding {
   return {
     contentType: PROTOBUF_WATCH,
     event(info, event, type) {
+      let byKey = frames.get(event);
+      if (!byKey) {
+        byKey = new Map();
+        frames.set(event, byKey);
+      }
       const k = keys[type];
-      let frame = frames.get(event, k);
+      let frame = byKey.get(k);
       if (frame === undefined) {
         const { object, parts } = eventObject(info, event, type);
         const env = parts ? envelopeOfJson(info, parts) : envelopeOf(info, object);
         frame = env ? watchFrame(type, env) : null;
-        frames.set(event, k, frame);
+        byKey.set(k, frame);
       }
       return frame ?? undefined;
     },

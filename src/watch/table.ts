@@ -9,9 +9,8 @@ import type { StoreEvent } from '../store/events.ts';
 import type { CachedObject } from '../store/object.ts';
 import { encodeListMeta, printedRow, rowBytes, rowOfJson, tableEnvelope, type TableForm } from '../represent/table/encode.ts';
 import { errorLine, eventObject, type WatchEncoding, type WatchEventType } from './encode.ts';
-import { RecentFrames } from './recentframes.ts';
 
-const frames = new RecentFrames<Buffer | null>();
+const frames = new WeakMap<StoreEvent, Map<string, Buffer | null>>();
 const CLOSE = Buffer.from('}\n');
 
 function frame(type: string, info: ResourceInfo, form: TableForm, resourceVersion: number, headers: boolean, row: Buffer): Buffer {
@@ -48,14 +47,19 @@ export function tableWatch(rep: Extract<Representation, { as: 'Table' }>): Watch
     contentType: 'application/json',
     event(info: ResourceInfo, event: StoreEvent, type: WatchEventType) {
       const h = headers();
+      let byKey = frames.get(event);
+      if (!byKey) {
+        byKey = new Map();
+        frames.set(event, byKey);
+      }
       const key = `${form.version} ${form.includeObject} ${h} ${type}`;
-      let f = frames.get(event, key);
+      let f = byKey.get(key);
       if (f === undefined) {
         const { object, parts } = eventObject(info, event, type);
         const now = Date.now();
         const row = parts ? rowOfJson(info, Buffer.concat(parts), object.typed, form, now, printedRow(info, object)) : rowBytes(info, object, form, now);
         f = row ? frame(type, info, form, parts ? event.resourceVersion : object.resourceVersion, h, row) : null;
-        frames.set(event, key, f);
+        byKey.set(key, f);
       }
       return f ?? undefined;
     },

@@ -5,9 +5,6 @@ import { deliveredAs, type WatchFilter } from '../../src/watch/watcher.ts';
 import { objectKey, type CachedObject } from '../../src/store/object.ts';
 import { parseLabelSelector } from '../../src/selectors/labels.ts';
 import { parseFieldSelector } from '../../src/selectors/fields.ts';
-import { eventLine } from '../../src/watch/encode.ts';
-import { RecentFrames } from '../../src/watch/recentframes.ts';
-import type { ResourceInfo } from '../../src/api/resource.ts';
 
 function obj(name: string, rv: number, labels: Record<string, string>): CachedObject {
   return { key: objectKey('n', name), namespace: 'n', name, resourceVersion: rv, labels, fields: {}, item: Buffer.from('{}'), typed: true };
@@ -44,33 +41,4 @@ test('the event window keeps 75 s of events and knows where it can resume from',
   // Older than a second: only the newest stays.
   assert.deepEqual(w.since(14)!.map((e) => e.resourceVersion), [20]);
   assert.equal(w.since(13), undefined);
-});
-
-test('an event\'s frame is shared within its dispatch and not kept with the event window', () => {
-  const info = { group: '', version: 'v1', resource: 'pods', kind: 'Pod', namespaced: true } as unknown as ResourceInfo;
-  const first = ev('MODIFIED', obj('x', 2, {}));
-  const line = eventLine(info, first, 'MODIFIED');
-  // Every watcher the event is offered to gets the one line.
-  assert.equal(eventLine(info, first, 'MODIFIED'), line);
-  assert.ok(line.toString().startsWith('{"type":"MODIFIED","object":{"kind":"Pod","apiVersion":"v1"'));
-  // Later events push it out: the window keeps the event, but its line is made again if asked.
-  for (let rv = 3; rv < 3 + 100; rv++) eventLine(info, ev('MODIFIED', obj(`o${rv}`, rv, {})), 'MODIFIED');
-  const again = eventLine(info, first, 'MODIFIED');
-  assert.notEqual(again, line);
-  assert.deepEqual(again, line);
-});
-
-test('recent frames keep the last events only, the longest seen dropped first', () => {
-  const frames = new RecentFrames<string>(2);
-  const [a, b, c] = [ev('ADDED', obj('a', 1, {})), ev('ADDED', obj('b', 2, {})), ev('ADDED', obj('c', 3, {}))];
-  frames.set(a, 'json ADDED', 'A');
-  frames.set(a, 'protobuf ADDED', 'A/pb');
-  frames.set(b, 'json ADDED', 'B');
-  frames.set(c, 'json ADDED', 'C');
-  assert.equal(frames.size, 2);
-  assert.equal(frames.get(a, 'json ADDED'), undefined);
-  assert.equal(frames.get(a, 'protobuf ADDED'), undefined);
-  assert.equal(frames.get(b, 'json ADDED'), 'B');
-  assert.equal(frames.get(c, 'json ADDED'), 'C');
-  assert.equal(frames.get(c, 'protobuf ADDED'), undefined);
 });
