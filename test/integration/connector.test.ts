@@ -76,4 +76,3 @@ test('an apiserver the credentials\' CA did not sign is refused', async () => {
   const up = upstreamWith(() => ({ tls: { ca: rootCertificates.join('\n'), rejectUnauthorized: true } }));
   await assert.rejects(openSocket(identityConnector(up, 'own'), connectTarget(up.server)), /certificate/i);
 });
-
