@@ -236,6 +236,7 @@ const reviews = {
   tokenReviews: metric(leveeMetrics, 'levee_token_reviews_total') ?? 0,
   subjectAccessReviews: metric(leveeMetrics, 'levee_subject_access_reviews_total') ?? 0,
   serviceAccountTokensVerifiedLocally: metric(leveeMetrics, 'levee_serviceaccount_tokens_verified_locally_total') ?? 0,
+  serviceAccountTokenSignaturesChecked: metric(leveeMetrics, 'levee_serviceaccount_token_signatures_checked_total') ?? 0,
 };
 // Each agent's two watch-lists (its pods, its Node) are consistent reads: proven fresh and answered
 // from the cache, or forwarded, whose reasons Levee counts.
@@ -297,7 +298,7 @@ Consistent reads through Levee (each agent's watch-lists), proven fresh and answ
 pods ${consistent.verified} / ${consistent.forwarded}, ${consistent.meanWaitMs === null ? '-' : f0(consistent.meanWaitMs)} ms; nodes ${consistentNodes.verified} / ${consistentNodes.forwarded}, ${consistentNodes.meanWaitMs === null ? '-' : f0(consistentNodes.meanWaitMs)} ms.
 Reads Levee forwarded, by reason: ${Object.entries(forwardedByReason).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}.
 Levee since its start: ${reviews.tokenReviews} TokenReviews, ${reviews.subjectAccessReviews} SubjectAccessReviews sent;
-${reviews.serviceAccountTokensVerifiedLocally} service-account token authentications verified locally.
+${reviews.serviceAccountTokensVerifiedLocally} service-account token authentications verified locally, ${reviews.serviceAccountTokenSignaturesChecked} signatures checked.
 `;
 writeFileSync(resolve(out, 'massrestart.md'), md);
 console.log(md);

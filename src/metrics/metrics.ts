@@ -107,7 +107,7 @@ export class GatewayMetrics {
   observeReviews(reviewers: {
     tokens: { sent: number };
     access: { sent: number; allowedLocally: number };
-    serviceAccountTokens?: { counts: { verified: number; fallback: Partial<Record<string, number>> } } | undefined;
+    serviceAccountTokens?: { counts: { verified: number; fallback: Partial<Record<string, number>>; signatures: number } } | undefined;
     reviews: { inFlight: number; queued: number; rejected: number };
   }): void {
     const counterOf = (name: string, help: string, read: () => number): void =>
@@ -138,8 +138,9 @@ export class GatewayMetrics {
     }
     counterOf('levee_authorization_local_rbac_allowed_total', 'Authorization decisions RBAC allowed from Levee\'s cache of roles and bindings, with no review sent.', () => reviewers.access.allowedLocally);
     // Registered with or without the flag, so dashboards and alerts find the series either way.
-    const sa = (): { verified: number; fallback: Partial<Record<string, number>> } | undefined => reviewers.serviceAccountTokens?.counts;
+    const sa = (): { verified: number; fallback: Partial<Record<string, number>>; signatures: number } | undefined => reviewers.serviceAccountTokens?.counts;
     counterOf('levee_serviceaccount_tokens_verified_locally_total', 'Bearer tokens authenticated as service-account tokens by Levee itself, with no TokenReview sent.', () => sa()?.verified ?? 0);
+    counterOf('levee_serviceaccount_token_signatures_checked_total', 'Service-account token signatures Levee checked (once per token while it is remembered; the rest of a verification is from memory).', () => sa()?.signatures ?? 0);
     new Counter({
       name: 'levee_serviceaccount_tokens_fallback_total',
       help: 'Bearer tokens Levee could not verify itself and left to a TokenReview (answered from the review cache or sent), by reason.',

@@ -203,3 +203,28 @@ test('the verifier fetches keys again for an unknown key id, at most once per in
   now += 11 * 60_000;
   assert.deepEqual(await verifier.verify(token), { verified: false, reason: 'audience-unknown' });
 });
+
+test("one token's requests arriving together share one signature check", async () => {
+  const verifier = new ServiceAccountTokenVerifier({
+    fetch: <T>(path: string): Promise<T> =>
+      Promise.resolve((path.includes('openid-configuration') ? { issuer: 'https://issuer' } : { keys: [{ ...rsa.publicKey.export({ format: 'jwk' }), kid: 'k', use: 'sig' }] }) as T),
+    objects: () => resource({ '/ns/sa': { uid: 'sa-uid' } }),
+    now: () => NOW,
+  });
+  verifier.learnAudiences(['https://issuer']);
+  const token = jwt({ alg: 'RS256', kid: 'k' }, claims());
+  await verifier.verify(jwt({ alg: 'RS256', kid: 'k' }, claims({ jti: 'warm' })));
+  const before = verifier.counts.signatures;
+  const [a, b] = await Promise.all([verifier.verify(token), verifier.verify(token)]);
+  assert.equal(a.verified && b.verified, true);
+  assert.equal(verifier.counts.signatures, before + 1);
+  // A bad signature is not remembered as checked: it is refused each time, and checked each time.
+  const forged = `${token.slice(0, token.lastIndexOf('.'))}.${b64('x'.repeat(256))}`;
+  assert.deepEqual(await Promise.all([verifier.verify(forged), verifier.verify(forged)]), [
+    { verified: false, reason: 'signature' },
+    { verified: false, reason: 'signature' },
+  ]);
+  assert.equal(verifier.counts.signatures, before + 2);
+  assert.deepEqual(await verifier.verify(forged), { verified: false, reason: 'signature' });
+  assert.equal(verifier.counts.signatures, before + 3);
+});
