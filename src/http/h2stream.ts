@@ -116,6 +116,14 @@ export class StreamResponse extends EventEmitter {
     return stream.write(chunk);
   }
 
+  cork(): void {
+    this.#stream.cork();
+  }
+
+  uncork(): void {
+    this.#stream.uncork();
+  }
+
   end(chunk?: Buffer | string): this {
     const stream = this.#stream;
     if (stream.destroyed || stream.closed) return this;

@@ -26,7 +26,12 @@ export interface WatchEncoding {
   /** The frame for `event` delivered as `type`; undefined when this event cannot be written so. */
   event(info: ResourceInfo, event: StoreEvent, type: WatchEventType): Buffer | undefined;
   bookmark(info: ResourceInfo, resourceVersion: number): Buffer;
-  added(info: ResourceInfo, o: CachedObject): Buffer | undefined;
+  /**
+   * The frame of an object of the initial state, as its parts in order (the object's stored bytes
+   * among them): such a frame goes to one watcher only, so it is written as it stands rather than
+   * copied into one buffer first (writeParts).
+   */
+  added(info: ResourceInfo, o: CachedObject): Buffer[] | undefined;
   initialEventsEnd(info: ResourceInfo, resourceVersion: number): Buffer;
   error(status: Status): Buffer;
 }
@@ -89,9 +94,11 @@ export function bookmarkLine(info: ResourceInfo, resourceVersion: number): Buffe
   return line;
 }
 
-/** A synthetic ADDED for an object of the initial state (watch from resourceVersion 0, watch-list). */
-export function addedLine(info: ResourceInfo, o: CachedObject): Buffer {
-  return frame('ADDED', objectBytes(info, o));
+const ADDED_HEAD = Buffer.from('{"type":"ADDED","object":');
+
+/** A synthetic ADDED for an object of the initial state (watch from resourceVersion 0, watch-list), in parts. */
+export function addedLine(info: ResourceInfo, o: CachedObject): Buffer[] {
+  return [ADDED_HEAD, ...objectBytes(info, o), CLOSE];
 }
 
 /**

@@ -49,7 +49,8 @@ function encoding(version: MetaVersion): WatchEncoding {
       return f;
     },
     added(info: ResourceInfo, o: CachedObject) {
-      return metadataFrame('ADDED', () => metadataOf(info, o));
+      const f = metadataFrame('ADDED', () => metadataOf(info, o));
+      return f && [f];
     },
     initialEventsEnd(_info: ResourceInfo, resourceVersion: number) {
       // With the list blueprint client-go 1.32 and 1.33 expect, as the JSON and protobuf watches

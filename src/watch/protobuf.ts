@@ -84,7 +84,7 @@ function encoding(form: Form): WatchEncoding {
     },
     added(info, o) {
       const env = envelopeOf(info, o);
-      return env && watchFrame('ADDED', env);
+      return env && [watchFrame('ADDED', env)];
     },
     initialEventsEnd(info, resourceVersion) {
       // With the list blueprint client-go 1.32 and 1.33 expect, as in JSON (watch/encode.ts): an

@@ -69,7 +69,8 @@ export function tableWatch(rep: Extract<Representation, { as: 'Table' }>): Watch
     added(info: ResourceInfo, o: CachedObject) {
       const h = headers();
       const row = rowBytes(info, o, form, Date.now());
-      return row && frame('ADDED', info, form, o.resourceVersion, h, row);
+      const f = row && frame('ADDED', info, form, o.resourceVersion, h, row);
+      return f ? [f] : undefined;
     },
     initialEventsEnd(info: ResourceInfo, resourceVersion: number) {
       // This bookmark's row carries its metadata whatever includeObject says (asTable), and the

@@ -8,7 +8,7 @@ import type { FieldSelector } from '../selectors/fields.ts';
 import type { LabelSelector } from '../selectors/labels.ts';
 import type { StoreEvent } from '../store/events.ts';
 import type { CachedObject } from '../store/object.ts';
-import { drained, type DownstreamResponse } from '../http/downstream.ts';
+import { drained, writeParts, type DownstreamResponse } from '../http/downstream.ts';
 import { JSON_WATCH, type WatchEncoding, type WatchEventType } from './encode.ts';
 import { newInternalError } from '../api/status.ts';
 import type { Status } from '../api/types.ts';
@@ -152,13 +152,15 @@ export class CacheWatcher implements WatchFilter, Sleeper {
   /** Queues an object of the initial state as ADDED; returns the bytes queued (0 once closed). */
   pushAdded(o: CachedObject): number {
     if (this.#closed) return 0;
-    const frame = this.#encoding.added(this.#r.info, o);
-    if (frame === undefined) {
+    const parts = this.#encoding.added(this.#r.info, o);
+    if (parts === undefined) {
       this.endWith(newInternalError(`unable to encode watch object ${o.key}`));
       return 0;
     }
-    this.#send(frame);
-    return frame.length;
+    let length = 0;
+    for (const p of parts) length += p.length;
+    this.#send(parts, length);
+    return length;
   }
 
   /** Queues the bookmark that ends a watch-list's initial events; returns its length. */
@@ -237,10 +239,13 @@ export class CacheWatcher implements WatchFilter, Sleeper {
     this.#finish(200);
   }
 
-  #send(line: Buffer): void {
+  /** Queues a frame, whole or as its parts (`length` their total). */
+  #send(frame: Buffer | Buffer[], length = (frame as Buffer).length): void {
     if (this.#ending) return;
-    (this.#queue ??= []).push(line);
-    this.#queued += line.length;
+    const queue = (this.#queue ??= []);
+    if (Array.isArray(frame)) for (const p of frame) queue.push(p);
+    else queue.push(frame);
+    this.#queued += length;
     if (this.#queued > MAX_QUEUED_BYTES) {
       this.close();
       return;
@@ -252,10 +257,9 @@ export class CacheWatcher implements WatchFilter, Sleeper {
     this.#writing = true;
     while (this.#queue !== undefined && !this.#closed) {
       const queue = this.#queue;
-      const batch = queue.length === 1 ? queue[0]! : Buffer.concat(queue);
       this.#queue = undefined;
       this.#queued = 0;
-      if (!this.#res.write(batch) && !(await drained(this.#res))) {
+      if (!writeParts(this.#res, queue) && !(await drained(this.#res))) {
         this.#stop();
         break;
       }
