@@ -7,7 +7,7 @@ import type { Status } from '../api/types.ts';
 import type { StoreEvent } from '../store/events.ts';
 import type { CachedObject } from '../store/object.ts';
 import { encodeMessage, parseObject, Unrepresentable } from '../represent/protobuf/encode.ts';
-import { fieldHead, listMetaField, metadataMessage, objectFromJson, objectMessage, PROTOBUF_WATCH, watchFrame, wrap } from '../represent/protobuf/objects.ts';
+import { fieldHead, listMetaField, metadataMessage, objectFromJson, objectMessage, PROTOBUF_WATCH, watchFrame, watchFrameParts, wrap } from '../represent/protobuf/objects.ts';
 import { messageOfKind, OBJECT_META } from '../represent/protobuf/schema.ts';
 import { metadataOfJson } from '../represent/metadata.ts';
 import { eventObject, type WatchEncoding, type WatchEventType } from './encode.ts';
@@ -27,14 +27,16 @@ function encoding(form: Form): WatchEncoding {
     const m = encodeMessage(OBJECT_META, meta);
     return wrap(metaApiVersion, 'PartialObjectMetadata', Buffer.concat([fieldHead(1, m.length), m]));
   };
+  // One stored object's message in this form, and the type its envelope names.
+  const messageOf = (info: ResourceInfo, o: CachedObject): { apiVersion: string; kind: string; message: Buffer } | undefined => {
+    const message = form.kind === 'object' ? objectMessage(info, o) : metadataMessage(info, o);
+    if (!message) return undefined;
+    return form.kind === 'object' ? { apiVersion: apiVersionOf(info), kind: info.kind, message } : { apiVersion: metaApiVersion, kind: 'PartialObjectMetadata', message };
+  };
   // The envelope of one stored object in this form.
   const envelopeOf = (info: ResourceInfo, o: CachedObject): Buffer | undefined => {
-    if (form.kind === 'object') {
-      const m = objectMessage(info, o);
-      return m && wrap(apiVersionOf(info), info.kind, m);
-    }
-    const m = metadataMessage(info, o);
-    return m && wrap(metaApiVersion, 'PartialObjectMetadata', m);
+    const m = messageOf(info, o);
+    return m && wrap(m.apiVersion, m.kind, m.message);
   };
   // The same, from JSON bytes Levee changed (a DELETED at another resourceVersion).
   const envelopeOfJson = (info: ResourceInfo, parts: Buffer[]): Buffer | undefined => {
@@ -83,8 +85,8 @@ function encoding(form: Form): WatchEncoding {
       return frame;
     },
     added(info, o) {
-      const env = envelopeOf(info, o);
-      return env && [watchFrame('ADDED', env)];
+      const m = messageOf(info, o);
+      return m && watchFrameParts('ADDED', m.apiVersion, m.kind, m.message);
     },
     initialEventsEnd(info, resourceVersion) {
       // With the list blueprint client-go 1.32 and 1.33 expect, as in JSON (watch/encode.ts): an

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { BinaryReader, WireType } from '@bufbuild/protobuf/wire';
 import { encodeMessage, goDuration, goJson, parseObject, Unrepresentable } from '../../src/represent/protobuf/encode.ts';
 import { messageOfKind, OBJECT_META } from '../../src/represent/protobuf/schema.ts';
+import { watchFrame, watchFrameParts, wrap } from '../../src/represent/protobuf/objects.ts';
 
 /** field number → the values written for it, as raw bytes or varints. */
 function fieldsOf(bytes: Uint8Array): Map<number, Array<Uint8Array | bigint>> {
@@ -73,4 +74,13 @@ test('Go durations and Go\'s JSON', () => {
   assert.equal(goDuration('0s'), 0n);
   assert.throws(() => goDuration('1d'), Unrepresentable);
   assert.equal(goJson({ 'f:a': { '.': {}, 'k:{"x":"<&>"}': {} } }), '{"f:a":{".":{},"k:{\\"x\\":\\"\\u003c\\u0026\\u003e\\"}":{}}}');
+});
+
+test("an initial object's watch frame in parts is the whole frame's bytes, at every length's varint width", () => {
+  for (const size of [0, 1, 100, 127, 128, 16_000, 16_383, 16_384, 2_100_000]) {
+    const message = Buffer.alloc(size, 7);
+    const parts = watchFrameParts('ADDED', 'v1', 'Pod', message);
+    assert.ok(Buffer.concat(parts).equals(watchFrame('ADDED', wrap('v1', 'Pod', message))), `message of ${size} bytes`);
+    assert.equal(parts[1], message, 'the message itself, not a copy');
+  }
 });

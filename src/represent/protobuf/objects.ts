@@ -136,6 +136,23 @@ export function watchFrame(type: string, object: Buffer): Buffer {
   return Buffer.concat([prefix, typeField, fieldHead(2, raw.length), raw]);
 }
 
+/**
+ * The same frame around an object's message, as parts: everything before the message in one, the
+ * message, the envelope's tail. For a frame written to one client only (an object of a watch's
+ * initial state), so that the message is written where it lies rather than copied.
+ */
+export function watchFrameParts(type: string, apiVersion: string, kind: string, message: Buffer): Buffer[] {
+  const [head, tail] = envelope(apiVersion, kind, message.length);
+  const objectLength = head.length + message.length + tail.length;
+  const rawField = fieldHead(1, objectLength);
+  const rawLength = rawField.length + objectLength;
+  const typeField = new BinaryWriter().tag(1, WireType.LengthDelimited).string(type).finish();
+  const objectField = fieldHead(2, rawLength);
+  const prefix = Buffer.alloc(4);
+  prefix.writeUInt32BE(typeField.length + objectField.length + rawLength);
+  return [Buffer.concat([prefix, typeField, objectField, rawField, head]), message, tail];
+}
+
 /** A message made from JSON Levee writes itself (bookmarks), wrapped as a GET would answer it. */
 export function objectFromJson(info: ResourceInfo, json: Record<string, unknown>): Buffer {
   const message = messageOfKind(apiVersionOf(info), info.kind);
