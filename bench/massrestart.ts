@@ -14,6 +14,7 @@
 //   npm run bench:massrestart                 # 2,000 agents over the 1,000 nodes of the generated cluster
 //   npm run bench:massrestart -- --agents 500
 //   npm run bench:massrestart -- --informers list   # LIST resourceVersion=0, then WATCH
+//   npm run bench:massrestart -- --encoding protobuf  # watch-lists in protobuf, as typed clients ask
 //   npm run bench:massrestart -- --profile DIR  # Levee writes a V8 CPU profile into DIR when it stops
 //   npm run bench:massrestart -- --no-pin       # agents and servers share every CPU
 //
@@ -38,12 +39,15 @@ import { quantile } from './lib/stats.ts';
 import { closeFleet, newFleet, runAgent } from './lib/agent.ts';
 
 const { values } = parseArgs({
-  options: { agents: { type: 'string', default: '2000' }, profile: { type: 'string' }, informers: { type: 'string', default: 'watch-list' }, pin: { type: 'boolean', default: true } },
+  options: { agents: { type: 'string', default: '2000' }, profile: { type: 'string' }, informers: { type: 'string', default: 'watch-list' }, encoding: { type: 'string', default: 'json' }, pin: { type: 'boolean', default: true } },
   allowNegative: true,
 });
 const K = Number(values.agents);
 const WATCH_LIST = values.informers === 'watch-list';
 if (!WATCH_LIST && values.informers !== 'list') throw new Error('--informers is watch-list or list');
+if (values.encoding !== 'json' && values.encoding !== 'protobuf') throw new Error('--encoding is json or protobuf');
+const ENCODING: 'json' | 'protobuf' = values.encoding;
+if (ENCODING === 'protobuf' && !WATCH_LIST) throw new Error('--encoding protobuf is for watch-lists (--informers watch-list)');
 const env = await quietEnv();
 const pinning = values.pin ? splitCpus() : undefined;
 const ca = readFileSync(env.caFile);
@@ -150,7 +154,7 @@ async function phase(target: string, origin: string, levee?: LeveeProcess): Prom
   const client0 = process.cpuUsage();
   const t0 = performance.now();
   const progress = setInterval(() => log(`${target}: ${fleet.synced}/${K} synced after ${((performance.now() - t0) / 1000).toFixed(0)} s`), 5000);
-  const results = await Promise.all(Array.from({ length: K }, (_, i) => runAgent({ origin, token: tokens[i]!, node: nodeOf(i), watchList: WATCH_LIST, secureContext, index: i }, t0, fleet)));
+  const results = await Promise.all(Array.from({ length: K }, (_, i) => runAgent({ origin, token: tokens[i]!, node: nodeOf(i), watchList: WATCH_LIST, secureContext, index: i, encoding: ENCODING }, t0, fleet)));
   const allSynced = performance.now() - t0;
   const client = process.cpuUsage(client0);
   clearInterval(sampler);
@@ -256,7 +260,7 @@ for (const s of leveeMetrics) if (s.name === 'levee_read_forwarded_total' && s.v
 // apiserver and etcd through Levee.
 const serverCpu = (p: Phase): number => p.apiserverCpuSeconds + p.etcdCpuSeconds + (p.leveeCpuSeconds ?? 0);
 const perAgentMs = { direct: (serverCpu(direct) / K) * 1000, via: (serverCpu(via) / K) * 1000 };
-const report = { benchmark: 'massrestart', pinning: pinning ?? null, serverCpuPerSyncedAgentMs: perAgentMs, informers: values.informers, leveeConsistentReadsOfPods: consistent, leveeConsistentReadsOfNodes: consistentNodes, leveeReadsForwardedByReason: forwardedByReason, date: new Date().toISOString(), node: process.version, apiserver: env.version, agents: K, nodes: layout.nodes.length, pods: layout.pods.length, direct, via, leveeReviewsSinceStart: reviews };
+const report = { benchmark: 'massrestart', pinning: pinning ?? null, serverCpuPerSyncedAgentMs: perAgentMs, informers: values.informers, encoding: ENCODING, leveeConsistentReadsOfPods: consistent, leveeConsistentReadsOfNodes: consistentNodes, leveeReadsForwardedByReason: forwardedByReason, date: new Date().toISOString(), node: process.version, apiserver: env.version, agents: K, nodes: layout.nodes.length, pods: layout.pods.length, direct, via, leveeReviewsSinceStart: reviews };
 const out = resolve(import.meta.dirname, 'results');
 mkdirSync(out, { recursive: true });
 writeFileSync(resolve(out, 'massrestart.json'), JSON.stringify(report, null, 2) + '\n');
@@ -269,7 +273,7 @@ const md = `# Mass restart: ${K} agents at once
 
 ${report.date}, Kubernetes ${env.version}, Node ${process.version}; ${layout.pods.length} pods on ${layout.nodes.length} nodes, ${K} agents
 (service accounts, one HTTP/2 connection each) on ${Math.min(K, layout.nodes.length)} nodes. ${WATCH_LIST ? `Each agent starts as a client-go 1.35+ informer does, for the pods
-on its node and its Node: a consistent watch-list (no resourceVersion); synced = both initial-events-end bookmarks received.` : `Each agent LISTs the pods on its node
+on its node and its Node: a consistent watch-list (no resourceVersion) in ${ENCODING === 'protobuf' ? 'protobuf (as typed clients ask)' : 'JSON'}; synced = both initial-events-end bookmarks received.` : `Each agent LISTs the pods on its node
 and its Node (resourceVersion=0), then WATCHes both; synced = both watches open.`} 429s are retried after Retry-After.
 Directly first, then through Levee (\`--cache pods,nodes --authorization-local-rbac --authentication-local-serviceaccount-tokens\`, synced before the agents start, running as
 deploy/rbac.yaml's account). Watches that reached the apiserver are counted while open (apiserver_longrunning_requests).

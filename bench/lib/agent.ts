@@ -49,7 +49,17 @@ export interface AgentOptions {
   secureContext: SecureContext;
   /** Spreads the watches' timeoutSeconds as client-go does (600 s plus this, modulo 60). */
   index: number;
+  /**
+   * The watch-lists' Accept: JSON (dynamic clients, the default here) or what client-go's typed
+   * clients send, kubelet's and most node agents' among them (protobuf, JSON as the fallback).
+   */
+  encoding?: 'json' | 'protobuf';
 }
+
+const ACCEPT = { json: 'application/json', protobuf: 'application/vnd.kubernetes.protobuf, application/json' };
+// The end bookmark's annotation key: in JSON and in protobuf alike its bytes appear as they are,
+// and nothing else in a watch-list carries them.
+const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
 
 const LIST_RV = /^\{"kind":"[A-Za-z]+List","apiVersion":"[^"]+","metadata":\{"resourceVersion":"(\d+)"/;
 
@@ -104,9 +114,9 @@ function h2watch(session: ClientHttp2Session, path: string, tok: string, fleet: 
  * Opens a watch-list; resolves with its status once its initial-events-end bookmark has arrived (or
  * with the status of a refusal). The stream stays open as the watch.
  */
-function h2watchList(session: ClientHttp2Session, path: string, tok: string, fleet: Fleet): Promise<{ status: number; retryAfter: number }> {
+function h2watchList(session: ClientHttp2Session, path: string, tok: string, fleet: Fleet, accept: string): Promise<{ status: number; retryAfter: number }> {
   return new Promise((resolvePromise, reject) => {
-    const s = session.request({ ':path': path, authorization: `Bearer ${tok}`, accept: 'application/json' });
+    const s = session.request({ ':path': path, authorization: `Bearer ${tok}`, accept });
     let tail = '';
     let done = false;
     s.on('close', () => {
@@ -127,7 +137,7 @@ function h2watchList(session: ClientHttp2Session, path: string, tok: string, fle
         const text = tail + c.toString('latin1');
         // Kept: enough of the end to find the annotation split across two chunks.
         tail = text.slice(-64);
-        if (text.includes('"k8s.io/initial-events-end":"true"')) {
+        if (text.includes(INITIAL_EVENTS_END)) {
           done = true;
           resolvePromise({ status: 200, retryAfter: 0 });
         }
@@ -196,7 +206,9 @@ export async function runAgent(o: AgentOptions, t0: number, fleet: Fleet): Promi
   };
   if (o.watchList) {
     const watchList = (path: string) =>
-      attempt(() => h2watchList(sessionNow(), `${path}&watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=${600 + (i % 60)}`, tok, fleet));
+      attempt(() =>
+        h2watchList(sessionNow(), `${path}&watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=${600 + (i % 60)}`, tok, fleet, ACCEPT[o.encoding ?? 'json']),
+      );
     await Promise.all([watchList(podsPath), watchList(nodesPath)]);
   } else {
     const [pods, nodes] = await Promise.all([
