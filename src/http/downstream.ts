@@ -1,7 +1,7 @@
 // The client side of a request, as the HTTP/1.1 and HTTP/2 compat APIs and Levee's own adapter over
 // the HTTP/2 core stream API (h2stream.ts) present it. The response is described structurally
 // because the three share behaviour but not types.
-import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import { ServerResponse, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
 import type { Http2ServerRequest } from 'node:http2';
 import type { StreamRequest } from './h2stream.ts';
 import { joinBytes } from '../store/bytes.ts';
@@ -40,14 +40,16 @@ export interface DownstreamResponse {
 export const WRITE_CHUNK = 128 * 1024;
 
 /**
- * Writes buffers as one write. Corked, the stream takes them in one vectored write that reads each
- * where it lies (an object's stored bytes included), instead of a copy joining them first; a
- * response that cannot be corked gets the copy. Returns what write() returned for the last one:
- * false asks the writer to wait for 'drain'.
+ * Writes buffers as one write. An HTTP/2 stream, corked, takes them in one vectored write that
+ * reads each where it lies (an object's stored bytes included), instead of a copy joining them
+ * first. HTTP/1.1 gets the copy: Node's response, corked while it writes chunked, uncorks its
+ * socket before it writes what it held, so every part became a socket write of its own and a TLS
+ * record (8 writes against one for 5 parts). Returns what write() returned for the last one: false
+ * asks the writer to wait for 'drain'.
  */
 export function writeParts(res: DownstreamResponse, parts: readonly Buffer[]): boolean {
   if (parts.length === 1) return res.write(parts[0]!);
-  if (!res.cork || !res.uncork) return res.write(joinBytes(parts));
+  if (!res.cork || !res.uncork || res instanceof ServerResponse) return res.write(joinBytes(parts));
   res.cork();
   let ok = true;
   for (const p of parts) ok = res.write(p);
