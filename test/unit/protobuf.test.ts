@@ -84,3 +84,26 @@ test("an initial object's watch frame in parts is the whole frame's bytes, at ev
     assert.equal(parts[1], message, 'the message itself, not a copy');
   }
 });
+
+test("managedFields' fieldsV1 are written as the bytes that came, without being parsed", () => {
+  const pod = messageOfKind('v1', 'Pod')!;
+  const entry = (manager: string, fields: string): string =>
+    `{"manager":"${manager}","operation":"Update","apiVersion":"v1","time":"2026-11-27T08:00:00Z","fieldsType":"FieldsV1","fieldsV1":${fields}}`;
+  // Go's bytes: keys in its order (integer-like ones too, which JavaScript would move first), and
+  // a string that holds the key's own text, escaped.
+  const ordered = '{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"k:{\\"port\\":80}":{},"2":{},"1":{}}';
+  const text = `{"metadata":{"name":"p","namespace":"n","annotations":{"note":"\\"fieldsV1\\":{\\"x\\"}"},"managedFields":[${entry('a', ordered)},${entry('b', '{"f:status":{"f:phase":{}}}')}]},"spec":{},"status":{}}`;
+  const message = Buffer.from(encodeMessage(pod, parseObject(Buffer.from(text))));
+  for (const raw of [ordered, '{"f:status":{"f:phase":{}}}']) assert.ok(message.includes(Buffer.from(raw)), raw);
+  // Without integer-like keys it is exactly what parsing and writing them back gives.
+  const plain = text.replace(ordered, '{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"k:{\\"port\\":80}":{}}');
+  assert.ok(Buffer.from(encodeMessage(pod, parseObject(Buffer.from(plain)))).equals(Buffer.from(encodeMessage(pod, JSON.parse(plain) as Parameters<typeof encodeMessage>[1]))));
+  // Parsed whole, they are refused: their order is lost.
+  assert.throws(() => encodeMessage(pod, JSON.parse(text) as Parameters<typeof encodeMessage>[1]), Unrepresentable);
+});
+
+test('a fieldsV1 key anywhere but a managedFields entry leaves the object parsed whole', () => {
+  for (const text of ['{"metadata":{"name":"p"},"spec":{"fieldsV1":{"a":1}}}', '{"metadata":{"name":"p"},"spec":{"x\\"fieldsV1":{"a":1}}}']) {
+    assert.deepEqual(parseObject(Buffer.from(text)), JSON.parse(text));
+  }
+});
