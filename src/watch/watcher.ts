@@ -157,18 +157,13 @@ export class CacheWatcher implements WatchFilter, Sleeper {
       this.endWith(newInternalError(`unable to encode watch object ${o.key}`));
       return 0;
     }
-    let length = 0;
-    for (const p of parts) length += p.length;
-    this.#send(parts, length);
-    return length;
+    return this.#send(parts);
   }
 
   /** Queues the bookmark that ends a watch-list's initial events; returns its length. */
   pushInitialEventsEnd(resourceVersion: number): number {
     if (this.#closed) return 0;
-    const frame = this.#encoding.initialEventsEnd(this.#r.info, resourceVersion);
-    this.#send(frame);
-    return frame.length;
+    return this.#send(this.#encoding.initialEventsEnd(this.#r.info, resourceVersion));
   }
 
   /** A BOOKMARK at the store's resourceVersion: every event up to it has been queued already. */
@@ -239,18 +234,22 @@ export class CacheWatcher implements WatchFilter, Sleeper {
     this.#finish(200);
   }
 
-  /** Queues a frame, whole or as its parts (`length` their total). */
-  #send(frame: Buffer | Buffer[], length = (frame as Buffer).length): void {
-    if (this.#ending) return;
+  /** Queues a frame, whole or as its parts; returns its length. */
+  #send(frame: Buffer | Buffer[]): number {
+    let length = 0;
+    if (Array.isArray(frame)) for (const p of frame) length += p.length;
+    else length = frame.length;
+    if (this.#ending) return length;
     const queue = (this.#queue ??= []);
     if (Array.isArray(frame)) for (const p of frame) queue.push(p);
     else queue.push(frame);
     this.#queued += length;
     if (this.#queued > MAX_QUEUED_BYTES) {
       this.close();
-      return;
+      return length;
     }
     if (!this.#writing) void this.#flush();
+    return length;
   }
 
   async #flush(): Promise<void> {
