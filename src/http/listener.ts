@@ -95,6 +95,19 @@ function serveBodylessOnCoreStreams(server: Http2SecureServer, request: Handlers
   });
 }
 
+/**
+ * ALPN: h2 when the client offers it, else http/1.1; a client that offers neither gets TLS's
+ * no_application_protocol alert, as with a protocol list. A callback rather than the list Node
+ * would set for `allowHTTP1`: Node copies that list into every TLS socket's options for the life of
+ * the connection, a 12-byte slice that pins one 8 KiB Buffer pool per connection whenever other
+ * small Buffers were made between two handshakes, as they are under load (docs/design.md §5).
+ */
+function selectProtocol({ protocols }: { protocols: string[] }): string | undefined {
+  if (protocols.includes('h2')) return 'h2';
+  if (protocols.includes('http/1.1')) return 'http/1.1';
+  return undefined;
+}
+
 export async function listen(opts: ListenerOptions, handlers: Handlers): Promise<Listener> {
   let server: Server | Http2SecureServer;
   let stopWatching = (): void => undefined;
@@ -106,6 +119,7 @@ export async function listen(opts: ListenerOptions, handlers: Handlers): Promise
       requestCert: opts.tls.clientCAFile !== undefined,
       rejectUnauthorized: false,
       allowHTTP1: true,
+      ALPNCallback: selectProtocol,
       settings: { maxConcurrentStreams: MAX_CONCURRENT_STREAMS },
     });
     stopWatching = watchCertificates(
