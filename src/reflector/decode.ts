@@ -3,6 +3,7 @@
 import { apiVersionOf, fieldsOfResource, type ResourceInfo } from '../api/resource.ts';
 import { fieldSet } from '../selectors/selectable.ts';
 import { objectKey, parseResourceVersion, toItem, typeMetaPrefix, type CachedObject } from '../store/object.ts';
+import { allocKept, kept } from '../store/bytes.ts';
 
 interface ObjectMeta {
   metadata?: { name?: string; namespace?: string; resourceVersion?: string; labels?: Record<string, string> };
@@ -19,9 +20,10 @@ export type Decoder = (raw: Buffer) => CachedObject;
 export function decoder(info: ResourceInfo, transform?: (raw: Buffer) => Buffer, shared = false): Decoder {
   const prefix = typeMetaPrefix({ kind: info.kind, apiVersion: apiVersionOf(info) });
   const selectable = fieldsOfResource(info);
+  const alloc = shared ? sharedBytes : allocKept;
   return (raw) => {
-    const normalized = toItem(transform ? transform(raw) : raw, prefix);
-    const item = shared ? sharedCopy(normalized.item) : normalized.item;
+    const normalized = toItem(transform ? transform(raw) : raw, prefix, alloc);
+    const item = shared ? (normalized.item.buffer instanceof SharedArrayBuffer ? normalized.item : sharedCopy(normalized.item)) : kept(normalized.item);
     const typed = normalized.typed;
     const obj = JSON.parse(item.toString('utf8')) as ObjectMeta;
     const meta = obj.metadata ?? {};
@@ -50,7 +52,11 @@ export function decoder(info: ResourceInfo, transform?: (raw: Buffer) => Buffer,
  * every thread's references), with nothing to compact as objects change.
  */
 export function sharedCopy(bytes: Buffer): Buffer {
-  const copy = Buffer.from(new SharedArrayBuffer(bytes.length));
+  const copy = sharedBytes(bytes.length);
   bytes.copy(copy);
   return copy;
+}
+
+function sharedBytes(size: number): Buffer {
+  return Buffer.from(new SharedArrayBuffer(size));
 }

@@ -11,6 +11,7 @@
 // and writes that in the typed field order: here too, from the stored bytes of each field.
 import { apiVersionOf, type ResourceInfo } from '../api/resource.ts';
 import type { CachedObject } from '../store/object.ts';
+import { kept } from '../store/bytes.ts';
 import { compareGo } from '../selectors/gostrings.ts';
 import { goString } from './gojson.ts';
 import { formatTime, parseTime } from './gotime.ts';
@@ -58,6 +59,8 @@ export function metadataOf(info: ResourceInfo, o: CachedObject): Buffer {
   let m = cached.get(o);
   if (m === undefined) {
     m = o.typed && o.item.subarray(0, METADATA_FIRST.length).equals(METADATA_FIRST) ? typedMetadata(info, o.item, { start: METADATA_FIRST.length, end: valueEnd(o.item, METADATA_FIRST.length) }) : metadataOfJson(info, o.item, o.typed);
+    // A view of the item is kept as it is; metadata written anew gets memory of its own (store/bytes.ts).
+    if (m.buffer !== o.item.buffer) m = kept(m);
     cached.set(o, m);
   }
   return m;

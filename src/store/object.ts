@@ -2,6 +2,7 @@
 // needs (key, resourceVersion, labels, selectable fields). Parsed once when it arrives, never
 // re-serialized.
 import { apiVersionOf, type ResourceInfo } from '../api/resource.ts';
+import { allocKept, joinInto } from './bytes.ts';
 
 export interface CachedObject {
   /** etcd key below the resource prefix: "/namespace/name" or "/name"; sorts as etcd does. */
@@ -55,9 +56,10 @@ const METADATA_FIRST = Buffer.from('{"metadata"');
  * TypeMeta first (`{"kind":…,"apiVersion":…,"metadata":…`) and omits it for list items; custom
  * resources are unstructured and keep `apiVersion` and `kind` (sorted keys) everywhere.
  */
-export function toItem(raw: Buffer, prefix: Buffer): { item: Buffer; typed: boolean } {
+export function toItem(raw: Buffer, prefix: Buffer, alloc: (size: number) => Buffer = allocKept): { item: Buffer; typed: boolean } {
   if (raw.length > prefix.length && raw.subarray(0, prefix.length).equals(prefix)) {
-    return { item: Buffer.concat([OPEN_BRACE, raw.subarray(prefix.length)]), typed: true };
+    // Kept: a buffer of its own (store/bytes.ts), or shared memory when `alloc` makes it.
+    return { item: joinInto(alloc, [OPEN_BRACE, raw.subarray(prefix.length)]), typed: true };
   }
   if (raw.subarray(0, METADATA_FIRST.length).equals(METADATA_FIRST)) return { item: raw, typed: true };
   return { item: raw, typed: false };

@@ -5,7 +5,7 @@ import { apiVersionOf, type ResourceInfo } from '../api/resource.ts';
 import type { Status } from '../api/types.ts';
 import type { StoreEvent } from '../store/events.ts';
 import { objectBytes, type CachedObject } from '../store/object.ts';
-import { joinBytes } from '../store/bytes.ts';
+import { joinBytes, joinKept } from '../store/bytes.ts';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
@@ -13,7 +13,7 @@ const lines = new WeakMap<StoreEvent, Map<WatchEventType, Buffer>>();
 const CLOSE = Buffer.from('}\n');
 
 function frame(type: string, parts: Buffer[]): Buffer {
-  return joinBytes([Buffer.from(`{"type":"${type}","object":`), ...parts, CLOSE]);
+  return joinKept([Buffer.from(`{"type":"${type}","object":`), ...parts, CLOSE]);
 }
 
 /**

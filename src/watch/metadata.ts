@@ -6,13 +6,13 @@ import type { StoreEvent } from '../store/events.ts';
 import type { CachedObject } from '../store/object.ts';
 import { metadataOf, metadataOfJson, partialObjectMetadata, type MetaVersion } from '../represent/metadata.ts';
 import { errorLine, eventObject, type WatchEncoding, type WatchEventType } from './encode.ts';
-import { joinBytes } from '../store/bytes.ts';
+import { joinKept } from '../store/bytes.ts';
 
 const frames = new WeakMap<StoreEvent, Map<string, Buffer | null>>();
 const CLOSE = Buffer.from('}\n');
 
 function frame(type: string, object: Buffer[]): Buffer {
-  return joinBytes([Buffer.from(`{"type":"${type}","object":`), ...object, CLOSE]);
+  return joinKept([Buffer.from(`{"type":"${type}","object":`), ...object, CLOSE]);
 }
 
 function encoding(version: MetaVersion): WatchEncoding {

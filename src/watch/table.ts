@@ -8,6 +8,7 @@ import { apiVersionOf, type ResourceInfo } from '../api/resource.ts';
 import type { StoreEvent } from '../store/events.ts';
 import type { CachedObject } from '../store/object.ts';
 import { encodeListMeta, printedRow, rowBytes, rowOfJson, tableEnvelope, type TableForm } from '../represent/table/encode.ts';
+import { joinKept } from '../store/bytes.ts';
 import { errorLine, eventObject, type WatchEncoding, type WatchEventType } from './encode.ts';
 
 const frames = new WeakMap<StoreEvent, Map<string, Buffer | null>>();
@@ -15,7 +16,7 @@ const CLOSE = Buffer.from('}\n');
 
 function frame(type: string, info: ResourceInfo, form: TableForm, resourceVersion: number, headers: boolean, row: Buffer): Buffer {
   const [head, tail] = tableEnvelope(info, form.version, encodeListMeta(String(resourceVersion), undefined, undefined), headers);
-  return Buffer.concat([Buffer.from(`{"type":"${type}","object":`), head, row, tail, CLOSE]);
+  return joinKept([Buffer.from(`{"type":"${type}","object":`), head, row, tail, CLOSE]);
 }
 
 /** The kind's object with only these metadata, as a bookmark carries it (TypeMeta in its place). */

@@ -8,6 +8,7 @@
 import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
 import { apiVersionOf, type ResourceInfo } from '../../api/resource.ts';
 import type { CachedObject } from '../../store/object.ts';
+import { joinKept, kept } from '../../store/bytes.ts';
 import { encodeMessage, parseObject, Unrepresentable } from './encode.ts';
 import { LIST_META, messageOfKind, OBJECT_META } from './schema.ts';
 import { metadataOf, movesAnnotations } from '../metadata.ts';
@@ -27,12 +28,19 @@ export function writesProtobuf(info: ResourceInfo): boolean {
 const messages = new WeakMap<CachedObject, Buffer | null>();
 const metadataMessages = new WeakMap<CachedObject, Buffer | null>();
 
+// A message the protobuf writer made, as a Buffer over its memory: the writer's result has memory
+// of its own, where Buffer.from would copy it into Node's shared pool, and a message is kept with
+// its object (store/bytes.ts).
+function bytesOf(message: Uint8Array): Buffer {
+  return kept(Buffer.from(message.buffer, message.byteOffset, message.byteLength));
+}
+
 /** The object's message bytes, or undefined when the cache cannot write it exactly. */
 export function objectMessage(info: ResourceInfo, o: CachedObject): Buffer | undefined {
   let m = messages.get(o);
   if (m === undefined) {
     const message = messageOfKind(apiVersionOf(info), info.kind);
-    m = message === undefined ? null : attempt(() => Buffer.from(encodeMessage(message, parseObject(o.item))));
+    m = message === undefined ? null : attempt(() => bytesOf(encodeMessage(message, parseObject(o.item))));
     messages.set(o, m);
   }
   return m ?? undefined;
@@ -57,7 +65,7 @@ export function metadataMessage(info: ResourceInfo, o: CachedObject): Buffer | u
         if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata)) throw new Unrepresentable('no metadata');
         const w = new BinaryWriter();
         w.tag(1, WireType.LengthDelimited).bytes(encodeMessage(OBJECT_META, metadata));
-        return Buffer.from(w.finish());
+        return bytesOf(w.finish());
       });
     }
     metadataMessages.set(o, m);
@@ -133,7 +141,8 @@ export function watchFrame(type: string, object: Buffer): Buffer {
   const eventLength = typeField.length + fieldHead(2, raw.length).length + raw.length;
   const prefix = Buffer.alloc(4);
   prefix.writeUInt32BE(eventLength);
-  return Buffer.concat([prefix, typeField, fieldHead(2, raw.length), raw]);
+  // Kept for the event window (watch/protobuf.ts): memory of its own (store/bytes.ts).
+  return joinKept([prefix, Buffer.from(typeField.buffer, typeField.byteOffset, typeField.byteLength), fieldHead(2, raw.length), raw]);
 }
 
 /**
