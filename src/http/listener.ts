@@ -99,8 +99,9 @@ function serveBodylessOnCoreStreams(server: Http2SecureServer, request: Handlers
  * ALPN: h2 when the client offers it, else http/1.1; a client that offers neither gets TLS's
  * no_application_protocol alert, as with a protocol list. A callback rather than the list Node
  * would set for `allowHTTP1`: Node copies that list into every TLS socket's options for the life of
- * the connection, a 12-byte slice that pins one 8 KiB Buffer pool per connection whenever other
- * small Buffers were made between two handshakes, as they are under load (docs/design.md §5).
+ * the connection, a 12-byte slice of its shared 64 KiB Buffer pool that keeps the pool alive. With
+ * other small Buffers made between two handshakes, as under load, a few connections share each
+ * pool they keep: 8–10 KB per connection (docs/design.md §5).
  */
 function selectProtocol({ protocols }: { protocols: string[] }): string | undefined {
   if (protocols.includes('h2')) return 'h2';

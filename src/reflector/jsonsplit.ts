@@ -276,7 +276,7 @@ export class ValueScanner {
 
 /**
  * Copies pieces into one exactly-sized buffer of its own. allocUnsafeSlow rather than allocUnsafe
- * or Buffer.concat: those hand out slices of a shared 8 KiB pool for small sizes, and one cached
+ * or Buffer.concat: those hand out slices of a shared pool (64 KiB in Node 24) below 32 KiB, and one cached
  * object would then keep its neighbours' pool memory (and the network chunks would stay alive if
  * we kept views of them).
  */

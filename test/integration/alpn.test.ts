@@ -84,7 +84,7 @@ test('an open connection keeps no Buffer pool alive', async () => {
   try {
     for (let i = 0; i < n; i++) {
       sockets.push(await open(undefined));
-      // Other traffic between two handshakes: small Buffers that fill (and replace) Node's 8 KiB
+      // Other traffic between two handshakes: small Buffers that fill (and replace) Node's shared
       // pool and die at once. What a connection kept of a pool is all that survives the collection.
       for (let j = 0; j < 100; j++) Buffer.from(`frame ${i} ${j} `.padEnd(100, '.'));
     }
