@@ -20,10 +20,12 @@ export type Decoder = (raw: Buffer) => CachedObject;
 export function decoder(info: ResourceInfo, transform?: (raw: Buffer) => Buffer, shared = false): Decoder {
   const prefix = typeMetaPrefix({ kind: info.kind, apiVersion: apiVersionOf(info) });
   const selectable = fieldsOfResource(info);
+  // A typed object's item is written where it is kept; other bytes are copied there if need be.
   const alloc = shared ? sharedBytes : allocKept;
+  const keep = shared ? (b: Buffer): Buffer => (b.buffer instanceof SharedArrayBuffer ? b : sharedCopy(b)) : kept;
   return (raw) => {
     const normalized = toItem(transform ? transform(raw) : raw, prefix, alloc);
-    const item = shared ? (normalized.item.buffer instanceof SharedArrayBuffer ? normalized.item : sharedCopy(normalized.item)) : kept(normalized.item);
+    const item = keep(normalized.item);
     const typed = normalized.typed;
     const obj = JSON.parse(item.toString('utf8')) as ObjectMeta;
     const meta = obj.metadata ?? {};

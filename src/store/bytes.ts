@@ -10,7 +10,7 @@
 // The objects' bytes are never written once stored, so the relaxed copy guards nothing here.
 
 /** The parts in one new buffer, for a write; `size`, when given, is their total length. */
-export function joinBytes(parts: readonly Buffer[], size?: number): Buffer {
+export function joinBytes(parts: readonly Uint8Array[], size?: number): Buffer {
   return joinInto((n) => Buffer.allocUnsafe(n), parts, size);
 }
 
@@ -25,7 +25,7 @@ export function joinBytes(parts: readonly Buffer[], size?: number): Buffer {
 // gives each its own memory, freed with it: 458 MB, level from 100 s on (the 75 s window full).
 
 /** The parts in one new buffer of its own, for bytes that are kept. */
-export function joinKept(parts: readonly Buffer[], size?: number): Buffer {
+export function joinKept(parts: readonly Uint8Array[], size?: number): Buffer {
   return joinInto(allocKept, parts, size);
 }
 
@@ -45,7 +45,7 @@ export function kept(bytes: Buffer): Buffer {
 }
 
 /** The parts copied into a buffer `alloc` makes; `size`, when given, is their total length. */
-export function joinInto(alloc: (size: number) => Buffer, parts: readonly Buffer[], size?: number): Buffer {
+export function joinInto(alloc: (size: number) => Buffer, parts: readonly Uint8Array[], size?: number): Buffer {
   let total = size;
   if (total === undefined) {
     total = 0;

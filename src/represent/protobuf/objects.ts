@@ -142,7 +142,7 @@ export function watchFrame(type: string, object: Buffer): Buffer {
   const prefix = Buffer.alloc(4);
   prefix.writeUInt32BE(eventLength);
   // Kept for the event window (watch/protobuf.ts): memory of its own (store/bytes.ts).
-  return joinKept([prefix, Buffer.from(typeField.buffer, typeField.byteOffset, typeField.byteLength), fieldHead(2, raw.length), raw]);
+  return joinKept([prefix, typeField, fieldHead(2, raw.length), raw]);
 }
 
 /**
