@@ -15,8 +15,10 @@ export interface DownstreamResponse {
   once(event: ResponseEvent, listener: () => void): unknown;
   off(event: ResponseEvent, listener: () => void): unknown;
   writeHead(statusCode: number, headers?: OutgoingHttpHeaders): unknown;
-  write(chunk: Buffer | string): boolean;
-  end(chunk?: Buffer | string): unknown;
+  /** `done` is called once the stream no longer needs `chunk` (with an error if it failed). */
+  write(chunk: Buffer | string, done?: (error?: Error | null) => void): boolean;
+  /** `done` is called once the answer is finished: every chunk handed on. */
+  end(chunk?: Buffer | string, done?: (error?: Error | null) => void): unknown;
   destroy(error?: Error): unknown;
   /** HTTP/1.1 only: sends the head now rather than with the first body chunk. */
   flushHeaders?(): void;

@@ -107,13 +107,13 @@ export class StreamResponse extends EventEmitter {
     return this;
   }
 
-  write(chunk: Buffer | string): boolean {
+  write(chunk: Buffer | string, done?: (error?: Error | null) => void): boolean {
     const stream = this.#stream;
     if (stream.destroyed || stream.closed) return false;
     if (!stream.headersSent) this.writeHead(this.statusCode);
     // Core ended the stream with the head (HEAD, 204, 304): there is no body to write.
     if (stream.writableEnded) return true;
-    return stream.write(chunk);
+    return done ? stream.write(chunk, done) : stream.write(chunk);
   }
 
   cork(): void {
@@ -124,12 +124,13 @@ export class StreamResponse extends EventEmitter {
     this.#stream.uncork();
   }
 
-  end(chunk?: Buffer | string): this {
+  end(chunk?: Buffer | string, done?: (error?: Error | null) => void): this {
     const stream = this.#stream;
     if (stream.destroyed || stream.closed) return this;
     if (!stream.headersSent) this.writeHead(this.statusCode);
     if (stream.writableEnded) return this;
     if (chunk === undefined) stream.end();
+    else if (done) stream.end(chunk, done);
     else stream.end(chunk);
     return this;
   }

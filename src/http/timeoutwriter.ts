@@ -66,13 +66,13 @@ export class TimeoutResponse implements DownstreamResponse {
     return this;
   }
 
-  write(chunk: Buffer | string): boolean {
+  write(chunk: Buffer | string, done?: (error?: Error | null) => void): boolean {
     // False with `destroyed` true: a writer waiting to drain stops at once.
-    return this.#timedOut ? false : this.#res.write(chunk);
+    return this.#timedOut ? false : this.#res.write(chunk, done);
   }
 
-  end(chunk?: Buffer | string): this {
-    if (!this.#timedOut) this.#res.end(chunk);
+  end(chunk?: Buffer | string, done?: (error?: Error | null) => void): this {
+    if (!this.#timedOut) this.#res.end(chunk, done);
     return this;
   }
 

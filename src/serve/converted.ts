@@ -4,11 +4,11 @@
 // are then made one by one as the client takes them, never the whole answer at once.
 import type { Representation } from '../api/negotiation.ts';
 import type { CachedResource } from '../cache/cache.ts';
-import { drained, WRITE_CHUNK, type DownstreamResponse } from '../http/downstream.ts';
+import type { DownstreamResponse } from '../http/downstream.ts';
+import { ChunkedBody } from '../http/chunkedbody.ts';
 import { metadataListEnvelope, metadataOf, partialObjectMetadata } from '../represent/metadata.ts';
 import { encodeListMeta, printedRow, rowBytes, tableEnvelope, type TableForm } from '../represent/table/encode.ts';
 import type { CachedObject } from '../store/object.ts';
-import { joinBytes } from '../store/bytes.ts';
 
 type TableRep = Extract<Representation, { as: 'Table' }>;
 
@@ -46,28 +46,17 @@ export async function writeTableList(
   const now = Date.now();
   const [head, tail] = tableEnvelope(r.info, rep.version, encodeListMeta(list.resourceVersion, list.continue, list.remainingItemCount), true);
   res.writeHead(200, headers);
-  let parts: Buffer[] = [head];
-  let size = head.length;
-  let written = 0;
+  const body = new ChunkedBody(res);
+  body.add(head);
   for (let i = 0; i < items.length; i++) {
-    if (i > 0) {
-      parts.push(COMMA);
-      size++;
-    }
-    const row = rowBytes(r.info, items[i]!, form, now)!;
-    parts.push(row);
-    size += row.length;
-    if (size >= WRITE_CHUNK) {
-      written += size;
-      if (!res.write(joinBytes(parts, size)) && !(await drained(res))) return written;
-      parts = [];
-      size = 0;
-    }
+    if (i > 0) body.add(COMMA);
+    body.add(rowBytes(r.info, items[i]!, form, now)!);
+    const more = body.writeIfFull();
+    if (more !== true && !(await more)) return body.written;
   }
-  parts.push(tail, NEWLINE);
-  const last = joinBytes(parts);
-  res.end(last);
-  return written + last.length;
+  body.add(tail);
+  body.add(NEWLINE);
+  return body.end();
 }
 
 /** A GET as a Table of one row: its bytes, or undefined when the object cannot be printed. */
@@ -100,25 +89,16 @@ export async function writeMetadataList(
   let length = head.length + tail.length + Math.max(0, items.length - 1);
   for (const m of metas) length += perItem + m.length;
   res.writeHead(200, { ...headers, 'content-length': String(length) });
-  let parts: Buffer[] = [head];
-  let size = head.length;
+  const body = new ChunkedBody(res);
+  body.add(head);
   for (let i = 0; i < metas.length; i++) {
-    if (i > 0) {
-      parts.push(COMMA);
-      size++;
-    }
-    for (const p of partialObjectMetadata(rep.version, metas[i]!)) {
-      parts.push(p);
-      size += p.length;
-    }
-    if (size >= WRITE_CHUNK) {
-      if (!res.write(joinBytes(parts, size)) && !(await drained(res))) return length;
-      parts = [];
-      size = 0;
-    }
+    if (i > 0) body.add(COMMA);
+    for (const p of partialObjectMetadata(rep.version, metas[i]!)) body.add(p);
+    const more = body.writeIfFull();
+    if (more !== true && !(await more)) return length;
   }
-  parts.push(tail);
-  res.end(joinBytes(parts));
+  body.add(tail);
+  body.end();
   return length;
 }
 

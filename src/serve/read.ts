@@ -9,7 +9,8 @@ import type { Snapshot } from '../store/store.ts';
 import { encodeContinue } from './continuetoken.ts';
 import type { ReadPlan } from './decide.ts';
 import { CONSISTENCY_HEADER, prove, type ConsistentReadObserver, type Stale } from './freshness.ts';
-import { drained, WRITE_CHUNK, type DownstreamResponse } from '../http/downstream.ts';
+import type { DownstreamResponse } from '../http/downstream.ts';
+import { ChunkedBody } from '../http/chunkedbody.ts';
 import { writeStatusAs } from './status.ts';
 import { envelope as protobufEnvelope, fieldHead, listMetaField, metadataMessage, objectMessage, PROTOBUF, wrap } from '../represent/protobuf/objects.ts';
 import type { Representation } from '../api/negotiation.ts';
@@ -153,24 +154,16 @@ const COMMA = Buffer.from(',');
 const TAIL = Buffer.from(']}\n');
 
 async function writeItems(res: DownstreamResponse, head: Buffer, items: readonly CachedObject[], tail: Buffer): Promise<void> {
-  let parts: Buffer[] = [head];
-  let size = parts[0]!.length;
+  const body = new ChunkedBody(res);
+  body.add(head);
   for (let i = 0; i < items.length; i++) {
-    if (i > 0) {
-      parts.push(COMMA);
-      size += 1;
-    }
-    const item = items[i]!.item;
-    parts.push(item);
-    size += item.length;
-    if (size >= WRITE_CHUNK) {
-      if (!res.write(joinBytes(parts, size)) && !(await drained(res))) return;
-      parts = [];
-      size = 0;
-    }
+    if (i > 0) body.add(COMMA);
+    body.add(items[i]!.item);
+    const more = body.writeIfFull();
+    if (more !== true && !(await more)) return;
   }
-  parts.push(tail);
-  res.end(joinBytes(parts));
+  body.add(tail);
+  body.end();
 }
 
 /**
@@ -206,16 +199,11 @@ async function writeProtobufList(
 
 /** Writes the buffers in chunks of about WRITE_CHUNK, waiting for the client when it is slow. */
 async function writeBuffers(res: DownstreamResponse, buffers: readonly Buffer[]): Promise<void> {
-  let chunk: Buffer[] = [];
-  let size = 0;
+  const body = new ChunkedBody(res);
   for (const b of buffers) {
-    chunk.push(b);
-    size += b.length;
-    if (size >= WRITE_CHUNK) {
-      if (!res.write(joinBytes(chunk, size)) && !(await drained(res))) return;
-      chunk = [];
-      size = 0;
-    }
+    body.add(b);
+    const more = body.writeIfFull();
+    if (more !== true && !(await more)) return;
   }
-  res.end(joinBytes(chunk, size));
+  body.end();
 }
