@@ -107,6 +107,8 @@ test('many clients at once, some slow, each get their chunked answer whole, over
     const q = `${path}?resourceVersion=${first.metadata.resourceVersion}&resourceVersionMatch=Exact`;
     const cachedBefore = await fromCache();
     const forwardedBefore = await forwardedAll();
+    // The objects in the namespace: the test's, and the CA bundle the controllers add to each.
+    let objects = 0;
     for (const [form, { accept, query }] of Object.entries(FORMS)) {
       const reads: Array<Promise<Buffer>> = [];
       for (let i = 0; i < 4; i++) {
@@ -120,9 +122,11 @@ test('many clients at once, some slow, each get their chunked answer whole, over
         // The apiserver's answer at the same resourceVersion is the same bytes.
         const direct = await overHttp1(env.server + q + query, accept, false);
         assert.ok(answers[0]!.equals(direct), `${form}: Levee's answer differs from the apiserver's`);
+        if (form === 'json') objects = (JSON.parse(direct.toString()) as { items: unknown[] }).items.length;
       } else {
         const rows = (JSON.parse(answers[0]!.toString()) as { rows: unknown[] }).rows;
-        assert.equal(rows.length, OBJECTS);
+        assert.ok(objects >= OBJECTS);
+        assert.equal(rows.length, objects);
       }
     }
     assert.equal((await fromCache()) - cachedBefore, 8 * Object.keys(FORMS).length, 'every answer came from the cache');
