@@ -90,19 +90,15 @@ export class ChunkedBody {
     this.#size = 0;
     this.#written += size;
     const buf = size > 0 ? takeBuffer(size) : undefined;
-    if (!buf) {
-      const chunk = size > 0 ? joinBytes(parts, size) : undefined;
-      if (!last) return this.#res.write(chunk!);
-      this.#res.end(chunk);
-      return true;
-    }
-    const chunk = joinInto(() => buf.subarray(0, size), parts, size);
-    const written = (err?: Error | null): void => {
-      if (!err) giveBack(buf);
-    };
-    if (!last) return this.#res.write(chunk, written);
-    // The end's callback comes once the stream finished: every chunk handed on.
-    this.#res.end(chunk, written);
+    const chunk = buf ? joinInto(() => buf.subarray(0, size), parts, size) : size > 0 ? joinBytes(parts, size) : undefined;
+    // A spare goes back once the stream is done with it; for an end, once the stream finished.
+    const done = buf
+      ? (err?: Error | null): void => {
+          if (!err) giveBack(buf);
+        }
+      : undefined;
+    if (!last) return this.#res.write(chunk!, done);
+    this.#res.end(chunk, done);
     return true;
   }
 }

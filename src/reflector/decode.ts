@@ -3,7 +3,7 @@
 import { apiVersionOf, fieldsOfResource, type ResourceInfo } from '../api/resource.ts';
 import { fieldSet } from '../selectors/selectable.ts';
 import { objectKey, parseResourceVersion, toItem, typeMetaPrefix, type CachedObject } from '../store/object.ts';
-import { allocKept, kept } from '../store/bytes.ts';
+import { allocKept, joinInto, kept } from '../store/bytes.ts';
 
 interface ObjectMeta {
   metadata?: { name?: string; namespace?: string; resourceVersion?: string; labels?: Record<string, string> };
@@ -51,12 +51,11 @@ export function decoder(info: ResourceInfo, transform?: (raw: Buffer) => Buffer,
 /**
  * The bytes in memory every thread can read. One SharedArrayBuffer per object rather than slabs:
  * an object's memory is then freed when no thread holds it any more (garbage collection counts
- * every thread's references), with nothing to compact as objects change.
+ * every thread's references), with nothing to compact as objects change. Copied by joinInto, with
+ * memcpy: Buffer.copy into shared memory takes V8's relaxed-atomic loop (store/bytes.ts).
  */
 export function sharedCopy(bytes: Buffer): Buffer {
-  const copy = sharedBytes(bytes.length);
-  bytes.copy(copy);
-  return copy;
+  return joinInto(sharedBytes, [bytes], bytes.length);
 }
 
 function sharedBytes(size: number): Buffer {

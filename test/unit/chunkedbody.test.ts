@@ -7,6 +7,7 @@ import { EventEmitter } from 'node:events';
 import { createServer, request, type ServerResponse } from 'node:http';
 import { connect, createServer as createH2Server, type ServerHttp2Stream } from 'node:http2';
 import type { AddressInfo } from 'node:net';
+import type { Readable } from 'node:stream';
 import { ChunkedBody, spareChunks } from '../../src/http/chunkedbody.ts';
 import { WRITE_CHUNK, type DownstreamResponse } from '../../src/http/downstream.ts';
 import { StreamResponse } from '../../src/http/h2stream.ts';
@@ -134,6 +135,22 @@ const ANSWERS = 6;
 const bodies = Array.from({ length: ANSWERS }, (_, k) => items(80, 9_000 + k * 37, k));
 const expected = bodies.map((b) => Buffer.concat(b));
 
+/** Reads a client's answer; a slow reader (every other one) pauses after each piece. */
+function readAll(stream: Readable, k: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    stream.on('data', (c: Buffer) => {
+      chunks.push(c);
+      if (k % 2 === 0) {
+        stream.pause();
+        setTimeout(() => stream.resume(), 1);
+      }
+    });
+    stream.on('end', () => resolve(Buffer.concat(chunks)));
+    stream.on('error', reject);
+  });
+}
+
 function serve(res: DownstreamResponse, path: string): void {
   const k = Number(path.slice(1));
   res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(expected[k]!.length) });
@@ -149,18 +166,7 @@ test('HTTP/1.1: answers written at once arrive whole', async () => {
       expected.map(
         (_, k) =>
           new Promise<Buffer>((resolve, reject) => {
-            request({ port, host: '127.0.0.1', path: `/${k}` }, (res) => {
-              const chunks: Buffer[] = [];
-              res.on('data', (c: Buffer) => {
-                chunks.push(c);
-                // Every other client reads slowly.
-                if (k % 2 === 0) {
-                  res.pause();
-                  setTimeout(() => res.resume(), 1);
-                }
-              });
-              res.on('end', () => resolve(Buffer.concat(chunks)));
-            })
+            request({ port, host: '127.0.0.1', path: `/${k}` }, (res) => void readAll(res, k).then(resolve, reject))
               .on('error', reject)
               .end();
           }),
@@ -182,20 +188,7 @@ for (const api of ['core stream', 'compat'] as const) {
     try {
       const got = await Promise.all(
         expected.map(
-          (_, k) =>
-            new Promise<Buffer>((resolve, reject) => {
-              const s = session.request({ ':path': `/${k}` });
-              const chunks: Buffer[] = [];
-              s.on('data', (c: Buffer) => {
-                chunks.push(c);
-                if (k % 2 === 0) {
-                  s.pause();
-                  setTimeout(() => s.resume(), 1);
-                }
-              });
-              s.on('end', () => resolve(Buffer.concat(chunks)));
-              s.on('error', reject);
-            }),
+          (_, k) => readAll(session.request({ ':path': `/${k}` }), k),
         ),
       );
       got.forEach((g, k) => assert.ok(g.equals(expected[k]!), `answer ${k}`));
