@@ -8,11 +8,13 @@
 // RSS per watch; one memory-reducing collection (about 0.2 s) brought it to 7.4 KiB. Go's runtime
 // returns such memory in the background for the same reason.
 //
-// Only when idle: the collection stops the event loop, so a trim waits for a quiet moment and is
-// never taken more than once a minute.
+// Only when idle: the collection stops the event loop, so a trim waits for a quiet moment (a loop
+// under 5 % busy that served no request and sent no watch event for a whole check,
+// http/activity.ts) and is never taken more than once a minute.
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { performance, type EventLoopUtilization } from 'node:perf_hooks';
 import { runInNewContext } from 'node:vm';
+import { takeServed } from './http/activity.ts';
 import type { Logger } from './log/logger.ts';
 
 const CHECK_EVERY_MS = 5_000;
@@ -31,10 +33,19 @@ const IDLE_UTILIZATION = 0.05;
 const MIN_EMPTY_BYTES = 16 * 1024 * 1024;
 const MIN_EMPTY_SHARE = 0.15;
 
-/** Whether to trim now: a quiet loop, enough empty heap, and no trim in the last minute. */
-export function shouldTrim(heap: HeapState, utilization: number, sinceLastTrimMs: number): boolean {
+/**
+ * Whether to trim now: a quiet loop that served nothing since the last check, enough empty heap,
+ * and no trim in the last minute.
+ */
+export function shouldTrim(heap: HeapState, utilization: number, served: number, sinceLastTrimMs: number): boolean {
   const empty = heap.total - heap.used;
-  return utilization < IDLE_UTILIZATION && empty >= MIN_EMPTY_BYTES && empty >= MIN_EMPTY_SHARE * heap.total && sinceLastTrimMs >= MIN_INTERVAL_MS;
+  return (
+    utilization < IDLE_UTILIZATION &&
+    served === 0 &&
+    empty >= MIN_EMPTY_BYTES &&
+    empty >= MIN_EMPTY_SHARE * heap.total &&
+    sinceLastTrimMs >= MIN_INTERVAL_MS
+  );
 }
 
 type Collect = (options: { type: 'major'; execution: 'sync'; flavor: 'last-resort' }) => void;
@@ -64,9 +75,10 @@ export function startHeapTrim(logger: Logger): () => void {
     const now = performance.eventLoopUtilization();
     const utilization = performance.eventLoopUtilization(now, elu).utilization;
     elu = now;
+    const served = takeServed();
     const stats = getHeapStatistics();
     const heap = { total: stats.total_heap_size, used: stats.used_heap_size };
-    if (!shouldTrim(heap, utilization, performance.now() - lastTrim)) return;
+    if (!shouldTrim(heap, utilization, served, performance.now() - lastTrim)) return;
     const started = performance.now();
     gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
     lastTrim = performance.now();

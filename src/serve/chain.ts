@@ -24,6 +24,7 @@ import type { DiscoveryCache } from '../discovery/discovery.ts';
 import type { Cancellation, FlowController } from '../flow/flowcontrol.ts';
 import type { Rule } from '../flow/rules.ts';
 import { WarmupBackoff } from '../flow/warmup.ts';
+import { noteServed } from '../http/activity.ts';
 import type { DownstreamRequest, DownstreamResponse } from '../http/downstream.ts';
 import type { Handlers } from '../http/listener.ts';
 import { writeStatus, writeText } from '../http/respond.ts';
@@ -124,6 +125,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
       if ('status' in info) return writeText(res, info.status.code, info.text);
       // Levee's own endpoints: logged, but not counted among the requests of the Kubernetes API.
       if (serveOwnEndpoint(deps.health, metrics, r.method, r.path, r.query, res)) return;
+      noteServed();
       r.info = info;
       // The request deadline, read before authentication as the apiserver reads it.
       const deadline = requestDeadline(info, r.query);

@@ -8,6 +8,7 @@ import type { FieldSelector } from '../selectors/fields.ts';
 import type { LabelSelector } from '../selectors/labels.ts';
 import type { StoreEvent } from '../store/events.ts';
 import type { CachedObject } from '../store/object.ts';
+import { noteServed } from '../http/activity.ts';
 import { drained, writeParts, type DownstreamResponse } from '../http/downstream.ts';
 import { JSON_WATCH, type WatchEncoding, type WatchEventType } from './encode.ts';
 import { newInternalError } from '../api/status.ts';
@@ -145,8 +146,12 @@ export class CacheWatcher implements WatchFilter, Sleeper {
     const frame = this.#encoding.event(this.#r.info, e, type);
     // An object the representation cannot write exactly ends the watch with an error rather than
     // leave the client a gap it cannot see.
-    if (frame === undefined) this.endWith(newInternalError(`unable to encode watch object at resourceVersion ${e.resourceVersion}`));
-    else this.#send(frame);
+    if (frame === undefined) {
+      this.endWith(newInternalError(`unable to encode watch object at resourceVersion ${e.resourceVersion}`));
+      return;
+    }
+    this.#send(frame);
+    noteServed();
   }
 
   /** Queues an object of the initial state as ADDED; returns the bytes queued (0 once closed). */
