@@ -11,6 +11,11 @@
 // ratio N cores : 1 core (goal ≥ 0.8·N), Levee's CPU per request from /proc, and both Levees' RSS
 // after sync and at rest (goal: N threads ≤ 1.2× one).
 //
+// The ceiling, in the same rounds: a bare TLS server replaying Levee's own answers
+// (bench/lib/replay.ts), with one thread on one core and N threads on N cores, under the same
+// load. Its ratio is what N cores give a server on this machine with nothing behind it (the
+// kernel's loopback, TLS and the load generator share the cores); Levee's ratio is read against it.
+//
 //   npm run bench:workers                      # --workers 2, 3 rounds of 5 s
 //   npm run bench:workers -- --rounds 5 --seconds 10 --connections 64
 //
@@ -30,6 +35,7 @@ import { waitReady } from '../test/support/wait.ts';
 import { pinned } from '../test/support/cpus.ts';
 import { quantile } from './lib/stats.ts';
 import { cpuSeconds } from './lib/watchproc.ts';
+import { startReplay, type ReplayServer } from './lib/replay.ts';
 
 const run = promisify(execFile);
 const { values: flags } = parseArgs({
@@ -74,6 +80,13 @@ await Promise.all([waitReady(one, agent, 300_000), waitReady(many, agent, 300_00
 const synced = { one: one.rss(), many: many.rss() };
 log(`ready; RSS after sync: 1 thread ${mb(synced.one)}, ${N} threads ${mb(synced.many)}`);
 
+/** What the load is sent to: a Levee or a replay server. */
+interface Target {
+  origin: string;
+  pid: number;
+}
+const levee = (l: LeveeProcess): Target => ({ origin: l.url.origin, pid: l.pid });
+
 interface LoadResult {
   requests: number;
   errors: number;
@@ -82,7 +95,7 @@ interface LoadResult {
   p99Ms: number;
   /** The load generator's own CPU. */
   cpuSeconds: number;
-  /** Levee's CPU over the same run, from /proc (every thread). */
+  /** The server's CPU over the same run, from /proc (every thread). */
   leveeCpuSeconds: number;
   firstError?: string;
 }
@@ -94,8 +107,8 @@ const scenarios = [
 ];
 
 /** The same load from h2load over HTTP/1.1, its CPU read from the shell that waited for it. */
-async function h2load(target: LeveeProcess, cpus: string, paths: string[]): Promise<LoadResult> {
-  const urls = paths.map((p) => `'${target.url.origin}${p}'`).join(' ');
+async function h2load(target: Target, cpus: string, paths: string[]): Promise<LoadResult> {
+  const urls = paths.map((p) => `'${target.origin}${p}'`).join(' ');
   const cmdline = `h2load --h1 -c ${flags.connections} -t 1 -D ${flags.seconds} -H 'authorization: Bearer ${token}' -H 'accept: application/json' ${urls}; cat /proc/$$/stat`;
   const [cmd, cmdArgs] = pinned(cpus, 'sh', ['-c', cmdline]);
   const before = cpuSeconds(target.pid) ?? 0;
@@ -122,9 +135,9 @@ async function h2load(target: LeveeProcess, cpus: string, paths: string[]): Prom
   };
 }
 
-async function load(target: LeveeProcess, cpus: string, paths: string[], fresh: boolean): Promise<LoadResult> {
+async function load(target: Target, cpus: string, paths: string[], fresh: boolean): Promise<LoadResult> {
   if (flags.client === 'h2load' && !fresh) return h2load(target, cpus, paths);
-  const args = ['-url', target.url.origin, '-path', paths.join(','), '-token', token, '-ca', env.caFile, '-c', flags.connections, '-d', `${flags.seconds}s`];
+  const args = ['-url', target.origin, '-path', paths.join(','), '-token', token, '-ca', env.caFile, '-c', flags.connections, '-d', `${flags.seconds}s`];
   if (fresh) args.push('-new-connections');
   const [cmd, cmdArgs] = pinned(cpus, env.load, args);
   const before = cpuSeconds(target.pid) ?? 0;
@@ -134,29 +147,54 @@ async function load(target: LeveeProcess, cpus: string, paths: string[], fresh: 
   return r;
 }
 
-type Config = 'one' | 'many' | 'alone';
-const LABELS: Record<Config, string> = { one: '1 thread on 1 core', many: `${N} threads on ${N} cores`, alone: '1 thread, load generator on another core' };
+// The ceiling's two servers, on the CPUs of the two Levees, holding Levee's own answer to every path.
+const replayOne = await startReplay(env.leveeServing, String(lastCpu), 1);
+const replayMany = await startReplay(env.leveeServing, allCpus, N);
+const stopReplays = (): Promise<unknown> => Promise.all([replayOne.stop(), replayMany.stop()]);
+for (const path of new Set(scenarios.flatMap((s) => s.paths))) {
+  const res = await request(`${one.url.origin}${path}`, { dispatcher: agent, headers: { authorization: `Bearer ${token}`, accept: 'application/json' } });
+  const body = Buffer.from(await res.body.arrayBuffer());
+  if (res.statusCode !== 200) throw new Error(`${path}: ${res.statusCode} from Levee: ${body.toString().slice(0, 200)}`);
+  await Promise.all([replayOne.store(path, body), replayMany.store(path, body)]);
+}
+log(`replay servers hold Levee's answers to ${new Set(scenarios.flatMap((s) => s.paths)).size} paths`);
+
+type Config = 'one' | 'many' | 'alone' | 'replayOne' | 'replayMany';
+const LABELS: Record<Config, string> = {
+  one: '1 thread on 1 core',
+  many: `${N} threads on ${N} cores`,
+  alone: '1 thread, load generator on another core',
+  replayOne: 'replay, 1 thread on 1 core',
+  replayMany: `replay, ${N} threads on ${N} cores`,
+};
 const results = new Map<string, Record<Config, LoadResult[]>>();
-for (const s of scenarios) results.set(s.name, { one: [], many: [], alone: [] });
-const configs: Config[] = ['one', 'many', 'alone'];
+for (const s of scenarios) results.set(s.name, { one: [], many: [], alone: [], replayOne: [], replayMany: [] });
+const configs: Config[] = ['one', 'many', 'alone', 'replayOne', 'replayMany'];
+const replayTarget = (r: ReplayServer): Target => ({ origin: r.origin, pid: r.pid });
 for (let round = 0; round < ROUNDS; round++) {
   for (const s of scenarios) {
     const order = round % 2 === 0 ? configs : [...configs].reverse();
     for (const which of order) {
-      const r =
+      const [target, cpus]: [Target, string] =
         which === 'one'
-          ? await load(one, String(lastCpu), s.paths, s.fresh)
+          ? [levee(one), String(lastCpu)]
           : which === 'many'
-            ? await load(many, allCpus, s.paths, s.fresh)
-            : await load(one, lastCpu === 0 ? '0' : `0-${lastCpu - 1}`, s.paths, s.fresh);
+            ? [levee(many), allCpus]
+            : which === 'alone'
+              ? [levee(one), lastCpu === 0 ? '0' : `0-${lastCpu - 1}`]
+              : which === 'replayOne'
+                ? [replayTarget(replayOne), String(lastCpu)]
+                : [replayTarget(replayMany), allCpus];
+      const r = await load(target, cpus, s.paths, s.fresh);
       results.get(s.name)![which].push(r);
       log(
         `round ${round + 1} ${s.name}, ${LABELS[which]}: ${Math.round(r.perSecond)}/s, p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, ` +
-          `Levee ${perRequest(r.leveeCpuSeconds, r)} µs CPU/request, load generator ${perRequest(r.cpuSeconds, r)}`,
+          `server ${perRequest(r.leveeCpuSeconds, r)} µs CPU/request, load generator ${perRequest(r.cpuSeconds, r)}`,
       );
     }
   }
 }
+await stopReplays();
 
 // At rest: what each holds once the load is over and every thread has had its idle heap trim (heaptrim.ts: once a minute at most).
 await new Promise((r) => setTimeout(r, 70_000));
@@ -177,11 +215,25 @@ for (const s of scenarios) {
   const r = results.get(s.name)!;
   const rate = (c: Config): number => median(r[c].map((x) => x.perSecond));
   const cpu = (c: Config): string => String(Math.round(median(r[c].map((x) => x.leveeCpuSeconds / x.requests)) * 1e6));
-  const gen = median(configs.flatMap((c) => r[c].map((x) => x.cpuSeconds / x.requests)));
+  const gen = median((['one', 'many', 'alone'] as const).flatMap((c) => r[c].map((x) => x.cpuSeconds / x.requests)));
   const ratio = rate('many') / rate('one');
   lines.push(
     `| ${s.name} | ${Math.round(rate('one'))} | ${Math.round(rate('many'))} | ${ratio.toFixed(2)}× ${ratio >= 0.8 * N ? 'met' : 'not met'} | ${Math.round(rate('alone'))} | ${cpu('one')} / ${cpu('many')} / ${cpu('alone')} µs | ${Math.round(gen * 1e6)} µs |`,
   );
+}
+lines.push(
+  '',
+  `The ceiling: a bare TLS server replaying Levee's answers, under the same load on the same cores (requests per second, medians):`,
+  '',
+  `| scenario | replay, 1 thread on 1 core | replay, ${N} threads on ${N} cores | ceiling ratio | Levee's ratio | Levee's ÷ ceiling |`,
+  '|---|---|---|---|---|---|',
+);
+for (const s of scenarios) {
+  const r = results.get(s.name)!;
+  const rate = (c: Config): number => median(r[c].map((x) => x.perSecond));
+  const ceiling = rate('replayMany') / rate('replayOne');
+  const ratio = rate('many') / rate('one');
+  lines.push(`| ${s.name} | ${Math.round(rate('replayOne'))} | ${Math.round(rate('replayMany'))} | ${ceiling.toFixed(2)}× | ${ratio.toFixed(2)}× | ${(ratio / ceiling).toFixed(2)} |`);
 }
 lines.push(
   '',

@@ -6,10 +6,16 @@
 //
 // Run as a child (bench/lib/replay.ts as the module, an IPC channel with advanced serialization):
 // messages {path, body} store an answer and are acknowledged with {stored}; {clear} forgets them.
+//
+// With threads > 1 it serves on that many threads, as Levee's workers do: each thread its own
+// server on one port shared through SO_REUSEPORT, each holding every answer. That is the ceiling
+// of what more cores can give a server on this machine (bench:workers): the kernel, TLS and the
+// client on N cores with nothing behind them.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { NODE_FLAGS } from '../../src/nodeflags.ts';
 import { pinned } from '../../test/support/cpus.ts';
 
@@ -27,9 +33,12 @@ export interface ReplayServer {
   stop(): Promise<void>;
 }
 
-/** Starts the replay server with `cert` and `key`, on the CPUs `cpus` names (taskset), if any. */
-export async function startReplay(tls: { cert: string; key: string }, cpus?: string): Promise<ReplayServer> {
-  const [cmd, args] = pinned(cpus, process.execPath, [...NODE_FLAGS, import.meta.filename, tls.cert, tls.key]);
+/**
+ * Starts the replay server with `cert` and `key`, on the CPUs `cpus` names (taskset), if any, serving
+ * on `threads` threads.
+ */
+export async function startReplay(tls: { cert: string; key: string }, cpus?: string, threads = 1): Promise<ReplayServer> {
+  const [cmd, args] = pinned(cpus, process.execPath, [...NODE_FLAGS, import.meta.filename, tls.cert, tls.key, String(threads)]);
   const child: ChildProcess = spawn(cmd, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' });
   const replies: Array<(m: unknown) => void> = [];
   child.on('message', (m) => replies.shift()?.(m));
@@ -54,10 +63,15 @@ export async function startReplay(tls: { cert: string; key: string }, cpus?: str
   };
 }
 
-if (process.argv[1] === import.meta.filename && process.send) {
-  const send = process.send.bind(process);
-  const bodies = new Map<string, Buffer>();
-  const server = createServer({ cert: readFileSync(process.argv[2]!), key: readFileSync(process.argv[3]!) }, (req, res) => {
+interface ThreadData {
+  cert: string;
+  key: string;
+  port: number;
+}
+
+/** One thread's server; `bodies` is what it answers from. */
+function serve(cert: string, key: string, bodies: Map<string, Buffer>) {
+  const server = createServer({ cert: readFileSync(cert), key: readFileSync(key) }, (req, res) => {
     const body = bodies.get(req.url ?? '');
     if (!body) {
       res.writeHead(404).end();
@@ -67,11 +81,54 @@ if (process.argv[1] === import.meta.filename && process.send) {
     res.end(body);
   });
   server.on('connection', (socket: Socket) => socket.setNoDelay(true));
+  return server;
+}
+
+const store = (bodies: Map<string, Buffer>, m: Store | { clear: true }): void => {
+  if ('clear' in m) bodies.clear();
+  else bodies.set(m.path, Buffer.from(m.body.buffer, m.body.byteOffset, m.body.byteLength));
+};
+
+if (!isMainThread && (workerData as { replay?: ThreadData } | undefined)?.replay) {
+  // A further thread: its own server on the main thread's port, its own copy of every answer.
+  const { cert, key, port } = (workerData as { replay: ThreadData }).replay;
+  const bodies = new Map<string, Buffer>();
+  parentPort!.on('message', (m: Store | { clear: true }) => {
+    store(bodies, m);
+    parentPort!.postMessage({ stored: true });
+  });
+  serve(cert, key, bodies).listen({ port, host: '127.0.0.1', reusePort: true }, () => parentPort!.postMessage({ listening: true }));
+} else if (process.argv[1] === import.meta.filename && process.send) {
+  const send = process.send.bind(process);
+  const [cert, key] = [process.argv[2]!, process.argv[3]!];
+  const threads = Number(process.argv[4] ?? 1);
+  const bodies = new Map<string, Buffer>();
+  const server = serve(cert, key, bodies);
+  const others: Worker[] = [];
+  // Each thread answers in order, so a reply is the one to the oldest message it has not answered.
+  const pending = new Map<Worker, Array<() => void>>();
+  const tell = (w: Worker, m: unknown): Promise<void> =>
+    new Promise((ok) => {
+      pending.get(w)!.push(ok);
+      w.postMessage(m);
+    });
   process.on('message', (m: Store | { clear: true }) => {
-    if ('clear' in m) bodies.clear();
-    else bodies.set(m.path, Buffer.from(m.body.buffer, m.body.byteOffset, m.body.byteLength));
-    send({ stored: true });
+    store(bodies, m);
+    void Promise.all(others.map((w) => tell(w, m))).then(() => send({ stored: true }));
   });
   process.on('SIGTERM', () => process.exit(0));
-  server.listen(0, '127.0.0.1', () => send({ port: (server.address() as AddressInfo).port }));
+  server.listen({ port: 0, host: '127.0.0.1', reusePort: threads > 1 }, () => {
+    const port = (server.address() as AddressInfo).port;
+    let listening = 0;
+    for (let i = 1; i < threads; i++) {
+      const w = new Worker(import.meta.filename, { workerData: { replay: { cert, key, port } satisfies ThreadData } });
+      pending.set(w, []);
+      w.on('message', (r: { listening?: true; stored?: true }) => {
+        if (r.stored) pending.get(w)!.shift()?.();
+        else if (r.listening && ++listening === threads - 1) send({ port });
+      });
+      others.push(w);
+    }
+    if (threads === 1) send({ port });
+  });
 }
