@@ -96,7 +96,7 @@ interface LoadResult {
   /** The load generator's own CPU. */
   cpuSeconds: number;
   /** The server's CPU over the same run, from /proc (every thread). */
-  leveeCpuSeconds: number;
+  serverCpuSeconds: number;
   firstError?: string;
 }
 
@@ -113,7 +113,7 @@ async function h2load(target: Target, cpus: string, paths: string[]): Promise<Lo
   const [cmd, cmdArgs] = pinned(cpus, 'sh', ['-c', cmdline]);
   const before = cpuSeconds(target.pid) ?? 0;
   const { stdout } = await run(cmd, cmdArgs, { maxBuffer: 1 << 24 });
-  const leveeCpuSeconds = (cpuSeconds(target.pid) ?? 0) - before;
+  const serverCpuSeconds = (cpuSeconds(target.pid) ?? 0) - before;
   const done = /requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded, (\d+) failed, (\d+) errored/.exec(stdout);
   const finished = /finished in ([\d.]+)s, ([\d.]+) req\/s/.exec(stdout);
   const statLine = stdout.trim().split('\n').at(-1)!;
@@ -131,7 +131,7 @@ async function h2load(target: Target, cpus: string, paths: string[]): Promise<Lo
     p50Ms: latency ? toMs(latency[5]!, latency[6]!) : NaN,
     p99Ms: latency ? toMs(latency[3]!, latency[4]!) : NaN,
     cpuSeconds: cpu,
-    leveeCpuSeconds,
+    serverCpuSeconds,
   };
 }
 
@@ -142,7 +142,7 @@ async function load(target: Target, cpus: string, paths: string[], fresh: boolea
   const [cmd, cmdArgs] = pinned(cpus, env.load, args);
   const before = cpuSeconds(target.pid) ?? 0;
   const { stdout } = await run(cmd, cmdArgs, { maxBuffer: 1 << 20 });
-  const r = { ...(JSON.parse(stdout) as Omit<LoadResult, 'leveeCpuSeconds'>), leveeCpuSeconds: (cpuSeconds(target.pid) ?? 0) - before };
+  const r = { ...(JSON.parse(stdout) as Omit<LoadResult, 'serverCpuSeconds'>), serverCpuSeconds: (cpuSeconds(target.pid) ?? 0) - before };
   if (r.errors > 0) log(`  ${r.errors} errors, first: ${r.firstError}`);
   return r;
 }
@@ -151,13 +151,14 @@ async function load(target: Target, cpus: string, paths: string[], fresh: boolea
 const replayOne = await startReplay(env.leveeServing, String(lastCpu), 1);
 const replayMany = await startReplay(env.leveeServing, allCpus, N);
 const stopReplays = (): Promise<unknown> => Promise.all([replayOne.stop(), replayMany.stop()]);
-for (const path of new Set(scenarios.flatMap((s) => s.paths))) {
+const replayPaths = new Set(scenarios.flatMap((s) => s.paths));
+for (const path of replayPaths) {
   const res = await request(`${one.url.origin}${path}`, { dispatcher: agent, headers: { authorization: `Bearer ${token}`, accept: 'application/json' } });
   const body = Buffer.from(await res.body.arrayBuffer());
   if (res.statusCode !== 200) throw new Error(`${path}: ${res.statusCode} from Levee: ${body.toString().slice(0, 200)}`);
   await Promise.all([replayOne.store(path, body), replayMany.store(path, body)]);
 }
-log(`replay servers hold Levee's answers to ${new Set(scenarios.flatMap((s) => s.paths)).size} paths`);
+log(`replay servers hold Levee's answers to ${replayPaths.size} paths`);
 
 type Config = 'one' | 'many' | 'alone' | 'replayOne' | 'replayMany';
 const LABELS: Record<Config, string> = {
@@ -189,7 +190,7 @@ for (let round = 0; round < ROUNDS; round++) {
       results.get(s.name)![which].push(r);
       log(
         `round ${round + 1} ${s.name}, ${LABELS[which]}: ${Math.round(r.perSecond)}/s, p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, ` +
-          `server ${perRequest(r.leveeCpuSeconds, r)} µs CPU/request, load generator ${perRequest(r.cpuSeconds, r)}`,
+          `server ${perRequest(r.serverCpuSeconds, r)} µs CPU/request, load generator ${perRequest(r.cpuSeconds, r)}`,
       );
     }
   }
@@ -214,7 +215,7 @@ const lines = [
 for (const s of scenarios) {
   const r = results.get(s.name)!;
   const rate = (c: Config): number => median(r[c].map((x) => x.perSecond));
-  const cpu = (c: Config): string => String(Math.round(median(r[c].map((x) => x.leveeCpuSeconds / x.requests)) * 1e6));
+  const cpu = (c: Config): string => String(Math.round(median(r[c].map((x) => x.serverCpuSeconds / x.requests)) * 1e6));
   const gen = median((['one', 'many', 'alone'] as const).flatMap((c) => r[c].map((x) => x.cpuSeconds / x.requests)));
   const ratio = rate('many') / rate('one');
   lines.push(
