@@ -16,7 +16,7 @@ import { Store } from '../store/store.ts';
 import type { UpstreamPools } from '../upstream/pools.ts';
 import { Backoff } from '../reflector/backoff.ts';
 import type { ConsistentReads } from '../api/consistency.ts';
-import { ConsistencyProof } from './consistency.ts';
+import { ConsistencyProof, listRevision } from './consistency.ts';
 import { WatcherRegistry } from '../watch/registry.ts';
 import type { Selection } from './selection.ts';
 import { parseFieldSelector } from '../selectors/fields.ts';
@@ -365,7 +365,7 @@ export function cachedResource(
 ): CachedResource {
   const watchers = new WatcherRegistry(r.store);
   if (watchesEnded) watchers.endAll();
-  return { ...r, consistency: new ConsistencyProof(pools, r.info, r.store, r.reflector, upstreamSelector(r.selection)), watchers };
+  return { ...r, consistency: new ConsistencyProof(listRevision(pools, r.info, upstreamSelector(r.selection)), r.store, r.reflector), watchers };
 }
 
 /** The selector a reflector lists and watches with, from the configured selection. */

@@ -14,6 +14,10 @@
 //    proves only the apiserver: the data is on another stream, which may still be in flight.
 // So: the LIST, then (unless the store is already there) a bookmark probe (Reflector.bookmarkSoon).
 // One LIST serves every reader that arrived before it began, and one probe every reader waiting.
+// LISTs begin at least MIN_LIST_SPACING_MS apart: a crowd (a DaemonSet's agents restarting at
+// once) otherwise keeps them running back to back, each a quorum read for the apiserver and a
+// request for Levee, while its readers mostly go on to wait the best part of a second for the
+// bookmark anyway.
 import type { ResourceInfo } from '../api/resource.ts';
 import { getJson } from '../upstream/client.ts';
 import type { UpstreamPools } from '../upstream/pools.ts';
@@ -34,56 +38,79 @@ export type Unproven = 'consistency-probe-failed' | 'consistency-unproven';
 // followed by another, this many in all; after them the store can still catch up by itself.
 const MAX_PROBES = 3;
 
+/** The least time between the starts of two LISTs; what a reader may wait beyond the LIST itself. */
+export const MIN_LIST_SPACING_MS = 50;
+
+/** The revision source: a consistent LIST's resourceVersion. */
+export type RevisionSource = () => Promise<number>;
+
+/** The consistent `limit=1` LIST of a resource (its reflector's selection) that gives the revision. */
+export function listRevision(pools: UpstreamPools, info: ResourceInfo, selector?: UpstreamSelector): RevisionSource {
+  // The reflector's own selection: an identity allowed to list only that part (a kubelet, under
+  // the Node authorizer) may still learn the revision, and an index makes it cheap.
+  const q = new URLSearchParams({ limit: '1' });
+  if (selector?.labelSelector) q.set('labelSelector', selector.labelSelector);
+  if (selector?.fieldSelector) q.set('fieldSelector', selector.fieldSelector);
+  const path = `${info.prefix}/${info.resource}?${q.toString()}`;
+  return () =>
+    getJson<{ metadata?: { resourceVersion?: string } }>(pools, path).then((list) => {
+      const n = parseResourceVersion(list.metadata?.resourceVersion ?? '');
+      if (n === undefined) throw new Error(`consistency probe answered resourceVersion "${list.metadata?.resourceVersion}"`);
+      return n;
+    });
+}
+
 export class ConsistencyProof {
-  readonly #pools: UpstreamPools;
-  readonly #path: string;
+  readonly #revision: RevisionSource;
   readonly #store: Store;
   readonly #bookmarks: BookmarkSource;
+  readonly #spacingNs: bigint;
   #inflight: { startedAt: bigint; rv: Promise<number> } | undefined;
-  /** The LIST after the one in flight, shared by every reader that arrives before it begins. */
+  /** When the last LIST began (process.hrtime.bigint()). */
+  #lastStart: bigint | undefined;
+  /** The next LIST, shared by every reader that arrives before it begins. */
   #next: Promise<number> | undefined;
 
-  constructor(pools: UpstreamPools, info: ResourceInfo, store: Store, bookmarks: BookmarkSource, selector?: UpstreamSelector) {
-    this.#pools = pools;
+  constructor(revision: RevisionSource, store: Store, bookmarks: BookmarkSource, spacingMs = MIN_LIST_SPACING_MS) {
+    this.#revision = revision;
     this.#store = store;
     this.#bookmarks = bookmarks;
-    // The reflector's own selection: an identity allowed to list only that part (a kubelet, under
-    // the Node authorizer) may still learn the revision, and an index makes it cheap.
-    const q = new URLSearchParams({ limit: '1' });
-    if (selector?.labelSelector) q.set('labelSelector', selector.labelSelector);
-    if (selector?.fieldSelector) q.set('fieldSelector', selector.fieldSelector);
-    this.#path = `${info.prefix}/${info.resource}?${q.toString()}`;
+    this.#spacingNs = BigInt(Math.round(spacingMs * 1e6));
   }
 
   /**
    * The apiserver's resourceVersion as of a moment after `arrivedAt` (process.hrtime.bigint()).
    * Readers share a LIST only if it began after they arrived: an earlier one could miss a write the
-   * reader already saw completed. While one is in flight, the next is queued and shared by everyone
-   * arriving until it starts, so a crowd costs two LISTs in a row, not one each.
+   * reader already saw completed. While one is in flight, or one began less than the spacing ago,
+   * the next is queued and shared by everyone arriving until it starts, so a crowd costs one LIST
+   * per spacing, not one each.
    */
   current(arrivedAt: bigint): Promise<number> {
     const inflight = this.#inflight;
     if (inflight && inflight.startedAt >= arrivedAt) return inflight.rv;
-    if (!inflight) return this.#start().rv;
-    this.#next ??= inflight.rv.then(
-      () => this.#startNext(),
-      () => this.#startNext(),
-    );
-    return this.#next;
+    if (this.#next) return this.#next;
+    if (!inflight && this.#spacingLeftMs() === 0) return this.#start().rv;
+    const settled = inflight ? inflight.rv.then(noop, noop) : Promise.resolve();
+    const next = settled
+      .then(() => new Promise<void>((resolve) => setTimeout(resolve, this.#spacingLeftMs())))
+      .then(() => {
+        this.#next = undefined;
+        return this.#start().rv;
+      });
+    this.#next = next;
+    return next;
   }
 
-  #startNext(): Promise<number> {
-    this.#next = undefined;
-    return this.#start().rv;
+  #spacingLeftMs(): number {
+    if (this.#lastStart === undefined) return 0;
+    const left = this.#lastStart + this.#spacingNs - process.hrtime.bigint();
+    return left > 0n ? Math.ceil(Number(left) / 1e6) : 0;
   }
 
   #start(): { startedAt: bigint; rv: Promise<number> } {
     const startedAt = process.hrtime.bigint();
-    const rv = getJson<{ metadata?: { resourceVersion?: string } }>(this.#pools, this.#path).then((list) => {
-      const n = parseResourceVersion(list.metadata?.resourceVersion ?? '');
-      if (n === undefined) throw new Error(`consistency probe answered resourceVersion "${list.metadata?.resourceVersion}"`);
-      return n;
-    });
+    this.#lastStart = startedAt;
+    const rv = this.#revision();
     const entry = { startedAt, rv };
     this.#inflight = entry;
     const clear = (): void => {
@@ -142,3 +169,5 @@ export class ConsistencyProof {
     return fresh;
   }
 }
+
+function noop(): void {}
