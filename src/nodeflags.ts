@@ -24,4 +24,15 @@
 // from prom-client's GC histogram, which recorded only the first collection of each batch, on
 // both sides alike; metrics/runtime.ts now counts every one.) The idle heap trim (heaptrim.ts)
 // still gives the headroom back when the process is quiet.
-export const NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1', '--heap-growing-percent=50'];
+//
+// 2× since: a burst of new connections grows the live heap itself. 2,000 node agents opening
+// their watch-lists at once (bench:massrestart, pinned) took the serving thread's heap from about
+// 55 to 100 MB, and at 1.5× V8 ran 10–11 full collections in those ~5 s, each marking the whole
+// heap with helper threads that share the serving core; at 2× it ran 6–7. Alternated, three
+// rounds each: Levee's CPU 3.5–3.9 → 2.8–3.2 s, all agents synced 4.1–4.5 → 3.4–3.7 s. bench:watch
+// --full, four alternated pairs: added p99 over the reference watch 7.5–20.6 → 4.7–9.7 ms, RSS
+// per idle watcher 6.7–8.3 → 7.6–8.0 KiB. It is the apiserver's own headroom (Go's GOGC=100
+// collects when the heap has doubled). The cost is a higher peak between collections, up to twice
+// the live heap; at rest after load (bench:workers, 5,000 pods, two pairs) one thread held 263
+// and 264 MB at 1.5×, 324 and 279 MB at 2×.
+export const NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1', '--heap-growing-percent=100'];
