@@ -9,7 +9,12 @@
 // Measured in one run, first directly against the apiserver, then through Levee (started and
 // synced beforehand, as a gateway is when the agents' nodes restart): the time until every agent
 // is synced, sync and request latency, requests that reached the apiserver (its own
-// apiserver_request_total), its CPU and memory, and errors.
+// apiserver_request_total), its CPU and memory, and errors. Then, for JSON watch-lists, the
+// machine's ceiling: a bare HTTP/2 server replaying Levee's answers (bench/lib/watchreplay.ts).
+// Each target sees the agents twice, each time all of them at once: their first start, then,
+// after every connection has closed, their restart, which is the measurement (the agents were
+// running, as a DaemonSet's are when its nodes or pods restart). The first start is reported too:
+// a server that never served them, Levee's code not yet optimized by V8 nor its heap grown.
 //
 //   npm run bench:massrestart                 # 2,000 agents over the 1,000 nodes of the generated cluster
 //   npm run bench:massrestart -- --agents 500
@@ -25,6 +30,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { connect } from 'node:http2';
 import { createSecureContext } from 'node:tls';
 import { Agent } from 'undici';
 import { quietEnv } from './lib/env.ts';
@@ -36,7 +42,8 @@ import { ensureCluster, type ClusterSize } from './lib/pods.ts';
 import { cpuSeconds, rssBytes, testenvPids } from './lib/watchproc.ts';
 import { metric, parseMetrics, type Sample } from './lib/prom.ts';
 import { quantile } from './lib/stats.ts';
-import { closeFleet, newFleet, runAgent } from './lib/agent.ts';
+import { agentPaths, captureWatchList, closeFleet, newFleet, runAgent, WATCH_LIST_QUERY } from './lib/agent.ts';
+import { startWatchReplay } from './lib/watchreplay.ts';
 
 const { values } = parseArgs({
   options: { agents: { type: 'string', default: '2000' }, profile: { type: 'string' }, informers: { type: 'string', default: 'watch-list' }, encoding: { type: 'string', default: 'json' }, pin: { type: 'boolean', default: true } },
@@ -59,6 +66,9 @@ const admin = new Agent({ connect: { ca }, allowH2: false, connections: 32 });
 const token = env.tokens.admin;
 const log = (line: string): void => void process.stderr.write(`${line}\n`);
 const AGENTS_NS = 'levee-agents';
+// Between the agents' first start and their restart: their connections are closed, the servers
+// have seen them go.
+const RESTART_PAUSE_MS = 5000;
 
 // The cluster of the watch benchmark: 5,000 realistic pods on 1,000 nodes (reused when present).
 const size: ClusterSize = { pods: 5000, nodes: 1000, namespaces: 10, apps: 100 };
@@ -133,13 +143,27 @@ interface Phase {
   etcdCpuSeconds: number;
   apiserverRssPeakMb: number;
   apiserverRssBeforeMb: number;
+  /** The process in front of the apiserver: Levee, or the bare replay of its answers. */
   leveeCpuSeconds?: number | undefined;
   leveeRssPeakMb?: number | undefined;
   /** This process, the agents' side: it shares the machine's cores with what it measures. */
   clientCpuSeconds: number;
 }
 
-async function phase(target: string, origin: string, levee?: LeveeProcess): Promise<Phase> {
+/**
+ * One target's two rounds: the agents' first start, then their restart. Each round ends as the
+ * agents' processes do, every connection closed at once; the restart begins RESTART_PAUSE_MS later.
+ */
+async function phase(target: string, origin: string, server?: Pick<LeveeProcess, 'pid' | 'rss'>): Promise<{ first: Phase; restart: Phase }> {
+  const first = await round(`${target}, first start`, origin, server);
+  log(`${target}, first start: all ${K} synced in ${first.allSyncedMs.toFixed(0)} ms`);
+  await new Promise((r) => setTimeout(r, RESTART_PAUSE_MS));
+  const restart = await round(`${target}, restart`, origin, server);
+  log(`${target}, restart: all ${K} synced in ${restart.allSyncedMs.toFixed(0)} ms`);
+  return { first, restart };
+}
+
+async function round(target: string, origin: string, levee?: Pick<LeveeProcess, 'pid' | 'rss'>): Promise<Phase> {
   const pids = testenvPids();
   const before = requestCounts(await apiserverMetrics());
   const cpu0 = { api: cpuSeconds(pids.apiserver!) ?? 0, etcd: cpuSeconds(pids.etcd!) ?? 0, levee: levee ? cpuSeconds(levee.pid) ?? 0 : 0 };
@@ -210,8 +234,7 @@ if (pinning) {
   log(`pinned: agents on CPU ${pinning.client}; the apiserver, etcd and Levee on CPU ${pinning.server}`);
 }
 
-const direct = await phase('apiserver directly', env.server);
-log(`direct: all ${K} synced in ${direct.allSyncedMs.toFixed(0)} ms`);
+const directly = await phase('apiserver directly', env.server);
 await new Promise((r) => setTimeout(r, 5000));
 
 const applied = await kubectl(env.kubectl, env.kubeconfig, ['apply', '-f', resolve(import.meta.dirname, '../deploy/rbac.yaml')]);
@@ -229,12 +252,38 @@ for (let i = 0; ; i++) {
   if (i > 600) throw new Error('levee never became ready');
   await new Promise((r) => setTimeout(r, 100));
 }
-const via = await phase('through Levee', levee.url.origin, levee);
+const throughLevee = await phase('through Levee', levee.url.origin, levee);
 const leveeMetrics = parseMetrics((await call(admin, token, 'GET', `${levee.url.origin}/metrics`)).body);
+
+// The ceiling (JSON watch-lists): a bare server replaying Levee's own answers, each agent's node's.
+const REPLAY = WATCH_LIST && ENCODING === 'json';
+const answers = new Map<string, Buffer>();
+if (REPLAY) {
+  const nodes = layout.nodes.slice(0, Math.min(K, layout.nodes.length));
+  await pool(nodes.length, 16, async (n) => {
+    // A connection per node, as its agent has: each capture ends by cancelling its watch, and a
+    // server takes a burst of cancellations on one connection for a rapid-reset attack.
+    const session = connect(levee.url.origin, { secureContext });
+    session.on('error', () => undefined);
+    for (const path of agentPaths(nodes[n]!)) answers.set(path, await captureWatchList(session, `${path}${WATCH_LIST_QUERY}`, tokens[n]!));
+    session.close();
+  });
+}
 await levee.stop();
+let replayed: { first: Phase; restart: Phase } | undefined;
+if (REPLAY) {
+  const replay = await startWatchReplay(env.leveeServing, pinning?.server);
+  for (const [path, body] of answers) await replay.store(`${path}${WATCH_LIST_QUERY}`, body);
+  await new Promise((r) => setTimeout(r, 5000));
+  replayed = await phase('bare replay', replay.origin, { pid: replay.pid, rss: () => rssBytes(replay.pid) ?? 0 });
+  await replay.stop();
+}
+// The restart is the measurement: the agents were running and all start again at once.
+const direct = directly.restart;
+const via = throughLevee.restart;
+const ceiling = replayed?.restart;
 await admin.close();
 unpin();
-log(`levee: all ${K} synced in ${via.allSyncedMs.toFixed(0)} ms`);
 
 const reviews = {
   tokenReviews: metric(leveeMetrics, 'levee_token_reviews_total') ?? 0,
@@ -259,8 +308,9 @@ for (const s of leveeMetrics) if (s.name === 'levee_read_forwarded_total' && s.v
 // What each synced agent cost the server side: the apiserver and etcd directly; Levee, the
 // apiserver and etcd through Levee.
 const serverCpu = (p: Phase): number => p.apiserverCpuSeconds + p.etcdCpuSeconds + (p.leveeCpuSeconds ?? 0);
-const perAgentMs = { direct: (serverCpu(direct) / K) * 1000, via: (serverCpu(via) / K) * 1000 };
-const report = { benchmark: 'massrestart', pinning: pinning ?? null, serverCpuPerSyncedAgentMs: perAgentMs, informers: values.informers, encoding: ENCODING, leveeConsistentReadsOfPods: consistent, leveeConsistentReadsOfNodes: consistentNodes, leveeReadsForwardedByReason: forwardedByReason, date: new Date().toISOString(), node: process.version, apiserver: env.version, agents: K, nodes: layout.nodes.length, pods: layout.pods.length, direct, via, leveeReviewsSinceStart: reviews };
+const perAgent = (p: Phase): number => (serverCpu(p) / K) * 1000;
+const perAgentMs = { direct: perAgent(direct), via: perAgent(via), ceiling: ceiling ? perAgent(ceiling) : null };
+const report = { benchmark: 'massrestart', pinning: pinning ?? null, serverCpuPerSyncedAgentMs: perAgentMs, informers: values.informers, encoding: ENCODING, leveeConsistentReadsOfPods: consistent, leveeConsistentReadsOfNodes: consistentNodes, leveeReadsForwardedByReason: forwardedByReason, date: new Date().toISOString(), node: process.version, apiserver: env.version, agents: K, nodes: layout.nodes.length, pods: layout.pods.length, direct, via, ceiling: ceiling ?? null, firstStart: { direct: directly.first, via: throughLevee.first, ceiling: replayed?.first ?? null }, leveeReviewsSinceStart: reviews };
 const out = resolve(import.meta.dirname, 'results');
 mkdirSync(out, { recursive: true });
 writeFileSync(resolve(out, 'massrestart.json'), JSON.stringify(report, null, 2) + '\n');
@@ -277,6 +327,8 @@ on its node and its Node: a consistent watch-list (no resourceVersion) in ${ENCO
 and its Node (resourceVersion=0), then WATCHes both; synced = both watches open.`} 429s are retried after Retry-After.
 Directly first, then through Levee (\`--cache pods,nodes --authorization-local-rbac --authentication-local-serviceaccount-tokens\`, synced before the agents start, running as
 deploy/rbac.yaml's account). Watches that reached the apiserver are counted while open (apiserver_longrunning_requests).
+Each target sees the agents twice: their first start, then, once they have all synced and gone (every connection closed,
+${RESTART_PAUSE_MS / 1000} s later), their restart. The restart is the measurement below; the first start follows it.
 ${pinning ? `Pinned (taskset): the agents on CPU ${pinning.client}; the apiserver, etcd and Levee on CPU ${pinning.server}.` : 'Not pinned: agents and servers share every CPU.'}
 
 | | apiserver directly | through Levee | ratio |
@@ -294,14 +346,39 @@ ${pinning ? `Pinned (taskset): the agents on CPU ${pinning.client}; the apiserve
 | Levee CPU, s / RSS peak, MB | - | ${f1(via.leveeCpuSeconds ?? 0)} / ${f0(via.leveeRssPeakMb ?? 0)} | - |
 | agents' CPU (this benchmark's process), s | ${f1(direct.clientCpuSeconds)} | ${f1(via.clientCpuSeconds)} | - |
 
-What reached the apiserver, by verb and resource:
+The agents' first start, the server never having served them before (Levee's code not yet optimized by V8, its heap not grown, no token seen):
+
+| | apiserver directly | through Levee | ratio |${replayed ? ' bare replay | Levee ÷ replay |' : ''}
+|---|---:|---:|---:|${replayed ? '---:|---:|' : ''}
+| all agents synced, ms | ${f0(directly.first.allSyncedMs)} | ${f0(throughLevee.first.allSyncedMs)} | ${(directly.first.allSyncedMs / throughLevee.first.allSyncedMs).toFixed(1)}× sooner |${replayed ? ` ${f0(replayed.first.allSyncedMs)} | ${(throughLevee.first.allSyncedMs / replayed.first.allSyncedMs).toFixed(2)} |` : ''}
+| server-side CPU per synced agent, ms | ${f1(perAgent(directly.first))} | ${f1(perAgent(throughLevee.first))} | ${(perAgent(directly.first) / perAgent(throughLevee.first)).toFixed(1)}× less |${replayed ? ` ${f1(perAgent(replayed.first))} | ${(perAgent(throughLevee.first) / perAgent(replayed.first)).toFixed(2)} |` : ''}
+| requests sent by agents (429s retried) | ${directly.first.requests} (${directly.first.throttled} × 429) | ${throughLevee.first.requests} (${throughLevee.first.throttled} × 429) | - |${replayed ? ` ${replayed.first.requests} | - |` : ''}
+| errors other than 429 | ${errs(directly.first.errors)} | ${errs(throughLevee.first.errors)} | - |${replayed ? ` ${errs(replayed.first.errors)} | - |` : ''}
+| agents' CPU, s | ${f1(directly.first.clientCpuSeconds)} | ${f1(throughLevee.first.clientCpuSeconds)} | - |${replayed ? ` ${f1(replayed.first.clientCpuSeconds)} | - |` : ''}
+
+${
+  ceiling
+    ? `The machine's ceiling, at the restart: a bare HTTP/2 server (bench/lib/watchreplay.ts) replaying Levee's answers to the same watch-lists, each in one write,
+with nothing authenticated, authorized or looked up; its own process, Levee's certificate and Node flags, on the same CPU, the apiserver and etcd idle beside it.
+
+| | through Levee | bare replay | Levee ÷ replay |
+|---|---:|---:|---:|
+| all agents synced, ms | ${f0(via.allSyncedMs)} | ${f0(ceiling.allSyncedMs)} | ${(via.allSyncedMs / ceiling.allSyncedMs).toFixed(2)} |
+| server-side CPU per synced agent, ms (with the apiserver and etcd) | ${f1(perAgentMs.via)} | ${f1(perAgentMs.ceiling!)} | ${(perAgentMs.via / perAgentMs.ceiling!).toFixed(2)} |
+| CPU of the process in front, s / its RSS peak, MB | ${f1(via.leveeCpuSeconds ?? 0)} / ${f0(via.leveeRssPeakMb ?? 0)} | ${f1(ceiling.leveeCpuSeconds ?? 0)} / ${f0(ceiling.leveeRssPeakMb ?? 0)} | - |
+| agents' CPU, s | ${f1(via.clientCpuSeconds)} | ${f1(ceiling.clientCpuSeconds)} | - |
+| errors | ${errs(via.errors)} | ${errs(ceiling.errors)} | - |
+
+`
+    : ''
+}What reached the apiserver, by verb and resource:
 - directly: ${kinds(direct)}
 - through Levee: ${kinds(via)}
 
-Consistent reads through Levee (each agent's watch-lists), proven fresh and answered from the cache / forwarded, and their mean wait for the proof:
+Consistent reads through Levee (each agent's watch-lists, both rounds), proven fresh and answered from the cache / forwarded, and their mean wait for the proof:
 pods ${consistent.verified} / ${consistent.forwarded}, ${consistent.meanWaitMs === null ? '-' : f0(consistent.meanWaitMs)} ms; nodes ${consistentNodes.verified} / ${consistentNodes.forwarded}, ${consistentNodes.meanWaitMs === null ? '-' : f0(consistentNodes.meanWaitMs)} ms.
 Reads Levee forwarded, by reason: ${Object.entries(forwardedByReason).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}.
-Levee since its start: ${reviews.tokenReviews} TokenReviews, ${reviews.subjectAccessReviews} SubjectAccessReviews sent;
+Levee since its start (both rounds): ${reviews.tokenReviews} TokenReviews, ${reviews.subjectAccessReviews} SubjectAccessReviews sent;
 ${reviews.serviceAccountTokensVerifiedLocally} service-account token authentications verified locally, ${reviews.serviceAccountTokenSignaturesChecked} signatures checked.
 `;
 writeFileSync(resolve(out, 'massrestart.md'), md);

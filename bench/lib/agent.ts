@@ -150,6 +150,40 @@ function h2watchList(session: ClientHttp2Session, path: string, tok: string, fle
   });
 }
 
+/** The collections an agent on `node` reads: the pods on its node, and its Node. */
+export function agentPaths(node: string): [pods: string, nodes: string] {
+  return [`/api/v1/pods?fieldSelector=${encodeURIComponent(`spec.nodeName=${node}`)}`, `/api/v1/nodes?fieldSelector=${encodeURIComponent(`metadata.name=${node}`)}`];
+}
+
+/** What a client-go 1.35+ informer adds to a collection's path for its consistent watch-list. */
+export const WATCH_LIST_QUERY = '&watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true';
+
+/**
+ * The bytes of a watch-list up to and including its initial-events-end bookmark, the stream then
+ * cancelled: what a server answered, for a replay of it (bench/lib/watchreplay.ts).
+ */
+export function captureWatchList(session: ClientHttp2Session, path: string, tok: string, accept = ACCEPT.json): Promise<Buffer> {
+  return new Promise((resolvePromise, reject) => {
+    const s = session.request({ ':path': path, authorization: `Bearer ${tok}`, accept });
+    let got = Buffer.alloc(0);
+    s.on('response', (h) => {
+      const status = Number(h[constants.HTTP2_HEADER_STATUS]);
+      if (status !== 200) reject(new Error(`${path}: ${status}`));
+    });
+    s.on('data', (c: Buffer) => {
+      got = Buffer.concat([got, c]);
+      const mark = got.lastIndexOf(INITIAL_EVENTS_END);
+      // Up to the end of the bookmark's line: in JSON a watch event is one object per line.
+      const end = mark < 0 ? -1 : got.indexOf('\n', mark);
+      if (end < 0) return;
+      resolvePromise(got.subarray(0, end + 1));
+      s.close(constants.NGHTTP2_CANCEL);
+    });
+    s.on('close', () => reject(new Error(`${path}: closed before its initial-events-end bookmark`)));
+    s.on('error', reject);
+  });
+}
+
 /**
  * Starts one agent's informers (pods on its node, its Node); resolves once both are synced, the
  * watches staying open in `fleet`. `syncedMs` is measured from `t0` (performance.now()).
@@ -194,8 +228,7 @@ export async function runAgent(o: AgentOptions, t0: number, fleet: Fleet): Promi
       backoff = Math.min(backoff * 2, 30_000);
     }
   };
-  const podsPath = `/api/v1/pods?fieldSelector=${encodeURIComponent(`spec.nodeName=${node}`)}`;
-  const nodesPath = `/api/v1/nodes?fieldSelector=${encodeURIComponent(`metadata.name=${node}`)}`;
+  const [podsPath, nodesPath] = agentPaths(node);
   // A List's metadata comes before its items, from the apiserver and from Levee alike: reading the
   // resourceVersion there, rather than parsing every pod, keeps the agents' own CPU off the cores
   // that serve them (JSON.parse of the pod lists was a third of it).
@@ -207,7 +240,7 @@ export async function runAgent(o: AgentOptions, t0: number, fleet: Fleet): Promi
   if (o.watchList) {
     const watchList = (path: string) =>
       attempt(() =>
-        h2watchList(sessionNow(), `${path}&watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=${600 + (i % 60)}`, tok, fleet, ACCEPT[o.encoding ?? 'json']),
+        h2watchList(sessionNow(), `${path}${WATCH_LIST_QUERY}&timeoutSeconds=${600 + (i % 60)}`, tok, fleet, ACCEPT[o.encoding ?? 'json']),
       );
     await Promise.all([watchList(podsPath), watchList(nodesPath)]);
   } else {

@@ -1,0 +1,77 @@
+// The ceiling of the mass restart: a bare HTTP/2 TLS server, in a process of its own, replaying the
+// watch-lists it was handed beforehand. Nothing is authenticated, authorized, looked up or encoded:
+// each stream is answered with its stored bytes in one write and then held open, as a watch is.
+// What the agents' restart costs it is what TLS, HTTP/2, the kernel and Node cost with nothing
+// behind them, so Levee is measured against it on equal terms: its own process, the same
+// certificate, the same stream limit, pinned to the same core, started with Levee's Node flags.
+//
+// Run as a child (bench/lib/watchreplay.ts as the module, an IPC channel with advanced
+// serialization): messages {path, body} store an answer and are acknowledged with {stored}. A
+// path is matched without its timeoutSeconds, which each agent spreads as client-go does.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createSecureServer, constants, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import type { AddressInfo, Socket } from 'node:net';
+import { NODE_FLAGS } from '../../src/nodeflags.ts';
+import { pinned } from '../../test/support/cpus.ts';
+
+export interface WatchReplayServer {
+  origin: string;
+  pid: number;
+  /** Holds `body` as the first bytes of a watch on `path` (its timeoutSeconds left out). */
+  store(path: string, body: Buffer): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** The key a watch's path is stored and found under: the path without its timeoutSeconds. */
+export const replayKey = (path: string): string => path.replace(/&timeoutSeconds=\d+/, '');
+
+export async function startWatchReplay(tls: { cert: string; key: string }, cpus?: string): Promise<WatchReplayServer> {
+  const [cmd, args] = pinned(cpus, process.execPath, [...NODE_FLAGS, import.meta.filename, tls.cert, tls.key]);
+  const child: ChildProcess = spawn(cmd, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' });
+  const replies: Array<(m: unknown) => void> = [];
+  child.on('message', (m) => replies.shift()?.(m));
+  const ask = (m: unknown): Promise<unknown> =>
+    new Promise((ok, fail) => {
+      replies.push(ok);
+      child.send(m as never, (err) => err && fail(err));
+    });
+  const { port } = (await new Promise<unknown>((ok, fail) => {
+    replies.push(ok);
+    child.once('exit', (code) => fail(new Error(`watch replay server exited with ${code}`)));
+  })) as { port: number };
+  return {
+    origin: `https://127.0.0.1:${port}`,
+    pid: child.pid!,
+    store: async (path, body) => void (await ask({ path, body })),
+    stop: async () => {
+      child.kill('SIGTERM');
+      if (child.exitCode === null) await new Promise((ok) => child.once('exit', ok));
+    },
+  };
+}
+
+if (process.argv[1] === import.meta.filename && process.send) {
+  const send = process.send.bind(process);
+  const bodies = new Map<string, Buffer>();
+  // Levee's limit (src/http/listener.ts), as kube-apiserver advertises it.
+  const server = createSecureServer({ cert: readFileSync(process.argv[2]!), key: readFileSync(process.argv[3]!), settings: { maxConcurrentStreams: 100 } });
+  server.on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => {
+    const body = bodies.get(replayKey(headers[constants.HTTP2_HEADER_PATH] as string));
+    if (!body) {
+      stream.respond({ ':status': 404 }, { endStream: true });
+      return;
+    }
+    stream.respond({ ':status': 200, 'content-type': 'application/json' });
+    stream.write(body);
+    stream.on('error', () => undefined);
+  });
+  server.on('connection', (socket: Socket) => socket.setNoDelay(true));
+  server.on('sessionError', () => undefined);
+  process.on('message', (m: { path: string; body: Uint8Array }) => {
+    bodies.set(replayKey(m.path), Buffer.from(m.body.buffer, m.body.byteOffset, m.body.byteLength));
+    send({ stored: true });
+  });
+  process.on('SIGTERM', () => process.exit(0));
+  server.listen({ port: 0, host: '127.0.0.1', backlog: 65_535 }, () => send({ port: (server.address() as AddressInfo).port }));
+}
