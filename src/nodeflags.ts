@@ -35,4 +35,16 @@
 // collects when the heap has doubled). The cost is a higher peak between collections, up to twice
 // the live heap; at rest after load (bench:workers, 5,000 pods, two pairs) one thread held 263
 // and 264 MB at 1.5×, 324 and 279 MB at 2×.
-export const NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1', '--heap-growing-percent=100'];
+//
+// External memory within that limit (--external-memory-accounted-in-global-limit). Otherwise V8
+// starts a full collection whenever external memory (Buffers' backing stores, and the nghttp2
+// session memory Node reports to V8) has grown 64 MiB since the last one, however large the heap
+// is. A burst of new connections crosses that every half second or so: in bench:massrestart, 7 of
+// the 9 full collections started during the agents' two rounds were for it. Counted in the
+// global limit, external memory grows that limit as the heap does, by the factor above; the
+// 64 KiB read buffers that die at once are still freed by the scavenges of the 1 MiB semi-space.
+// Alternated, two pairs: full collections over the run 17 → 8, Levee's CPU for the agents'
+// restart 2.7–2.8 → 2.0–2.1 s and for their first start 1.8–1.9 → 1.5 ms per agent (server side);
+// bench:watch --full, two pairs: RSS per idle watcher 6.4 and 8.2 KiB without, 8.0 and 6.7 with,
+// the added p99 as noisy either way (20.9–30.0 ms that day, the apiserver's own p99 near 1 s).
+export const NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1', '--heap-growing-percent=100', '--external-memory-accounted-in-global-limit'];
