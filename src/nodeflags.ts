@@ -43,8 +43,10 @@
 // the 9 full collections started during the agents' two rounds were for it. Counted in the
 // global limit, external memory grows that limit as the heap does, by the factor above; the
 // 64 KiB read buffers that die at once are still freed by the scavenges of the 1 MiB semi-space.
-// Alternated, two pairs: full collections over the run 17 → 8, Levee's CPU for the agents'
-// restart 2.7–2.8 → 2.0–2.1 s and for their first start 1.8–1.9 → 1.5 ms per agent (server side);
+// Alternated, two pairs traced (--trace-gc): full collections over the run 17 → 8, Levee's CPU
+// for the agents' restart 2.7–2.8 → 2.0–2.1 s. Three pairs untraced, Levee's CPU for the restart
+// 2.10, 2.32, 2.96 → 1.74, 2.26, 1.99 s and for the first start 2.48, 3.13, 3.47 → 2.31, 2.76,
+// 2.43 s (lower in all six; the time to sync, which waits on the consistency proof, did not move).
 // bench:watch --full, two pairs: RSS per idle watcher 6.4 and 8.2 KiB without, 8.0 and 6.7 with,
 // the added p99 as noisy either way (20.9–30.0 ms that day, the apiserver's own p99 near 1 s).
 export const NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1', '--heap-growing-percent=100', '--external-memory-accounted-in-global-limit'];
