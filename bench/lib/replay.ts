@@ -11,13 +11,11 @@
 // server on one port shared through SO_REUSEPORT, each holding every answer. That is the ceiling
 // of what more cores can give a server on this machine (bench:workers): the kernel, TLS and the
 // client on N cores with nothing behind them.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
-import { NODE_FLAGS } from '../../src/nodeflags.ts';
-import { pinned } from '../../test/support/cpus.ts';
+import { startChildServer } from './childserver.ts';
 
 interface Store {
   path: string;
@@ -38,28 +36,13 @@ export interface ReplayServer {
  * on `threads` threads.
  */
 export async function startReplay(tls: { cert: string; key: string }, cpus?: string, threads = 1): Promise<ReplayServer> {
-  const [cmd, args] = pinned(cpus, process.execPath, [...NODE_FLAGS, import.meta.filename, tls.cert, tls.key, String(threads)]);
-  const child: ChildProcess = spawn(cmd, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' });
-  const replies: Array<(m: unknown) => void> = [];
-  child.on('message', (m) => replies.shift()?.(m));
-  const ask = (m: unknown): Promise<unknown> =>
-    new Promise((ok, fail) => {
-      replies.push(ok);
-      child.send(m as never, (err) => err && fail(err));
-    });
-  const { port } = (await new Promise<unknown>((ok, fail) => {
-    replies.push(ok);
-    child.once('exit', (code) => fail(new Error(`replay server exited with ${code}`)));
-  })) as { port: number };
+  const child = await startChildServer('replay server', import.meta.filename, [tls.cert, tls.key, String(threads)], cpus);
   return {
-    origin: `https://127.0.0.1:${port}`,
-    pid: child.pid!,
-    store: async (path, body) => void (await ask({ path, body })),
-    clear: async () => void (await ask({ clear: true })),
-    stop: async () => {
-      child.kill('SIGTERM');
-      if (child.exitCode === null) await new Promise((ok) => child.once('exit', ok));
-    },
+    origin: `https://127.0.0.1:${child.port}`,
+    pid: child.pid,
+    store: async (path, body) => void (await child.ask({ path, body })),
+    clear: async () => void (await child.ask({ clear: true })),
+    stop: child.stop,
   };
 }
 

@@ -8,12 +8,10 @@
 // Run as a child (bench/lib/watchreplay.ts as the module, an IPC channel with advanced
 // serialization): messages {path, body} store an answer and are acknowledged with {stored}. A
 // path is matched without its timeoutSeconds, which each agent spreads as client-go does.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createSecureServer, constants, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import type { AddressInfo, Socket } from 'node:net';
-import { NODE_FLAGS } from '../../src/nodeflags.ts';
-import { pinned } from '../../test/support/cpus.ts';
+import { startChildServer } from './childserver.ts';
 
 export interface WatchReplayServer {
   origin: string;
@@ -27,27 +25,12 @@ export interface WatchReplayServer {
 export const replayKey = (path: string): string => path.replace(/&timeoutSeconds=\d+/, '');
 
 export async function startWatchReplay(tls: { cert: string; key: string }, cpus?: string): Promise<WatchReplayServer> {
-  const [cmd, args] = pinned(cpus, process.execPath, [...NODE_FLAGS, import.meta.filename, tls.cert, tls.key]);
-  const child: ChildProcess = spawn(cmd, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' });
-  const replies: Array<(m: unknown) => void> = [];
-  child.on('message', (m) => replies.shift()?.(m));
-  const ask = (m: unknown): Promise<unknown> =>
-    new Promise((ok, fail) => {
-      replies.push(ok);
-      child.send(m as never, (err) => err && fail(err));
-    });
-  const { port } = (await new Promise<unknown>((ok, fail) => {
-    replies.push(ok);
-    child.once('exit', (code) => fail(new Error(`watch replay server exited with ${code}`)));
-  })) as { port: number };
+  const child = await startChildServer('watch replay server', import.meta.filename, [tls.cert, tls.key], cpus);
   return {
-    origin: `https://127.0.0.1:${port}`,
-    pid: child.pid!,
-    store: async (path, body) => void (await ask({ path, body })),
-    stop: async () => {
-      child.kill('SIGTERM');
-      if (child.exitCode === null) await new Promise((ok) => child.once('exit', ok));
-    },
+    origin: `https://127.0.0.1:${child.port}`,
+    pid: child.pid,
+    store: async (path, body) => void (await child.ask({ path, body })),
+    stop: child.stop,
   };
 }
 
