@@ -75,7 +75,6 @@ const many = await startLevee({ cli, kubeconfig: env.kubeconfig, tls: env.leveeS
 const stopAll = async (): Promise<void> => {
   await Promise.all([one.stop(), many.stop()]);
 };
-process.once('SIGINT', () => void stopAll().then(() => process.exit(130)));
 await Promise.all([waitReady(one, agent, 300_000), waitReady(many, agent, 300_000)]);
 const synced = { one: one.rss(), many: many.rss() };
 log(`ready; RSS after sync: 1 thread ${mb(synced.one)}, ${N} threads ${mb(synced.many)}`);

@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { NODE_FLAGS } from '../../src/nodeflags.ts';
 import { pinned } from '../../test/support/cpus.ts';
+import { reapOnExit } from '../../test/support/reap.ts';
 
 export interface ChildServer {
   port: number;
@@ -18,6 +19,7 @@ export interface ChildServer {
 export async function startChildServer(name: string, module: string, args: readonly string[], cpus?: string): Promise<ChildServer> {
   const [cmd, argv] = pinned(cpus, process.execPath, [...NODE_FLAGS, module, ...args]);
   const child: ChildProcess = spawn(cmd, argv, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' });
+  reapOnExit(child);
   const replies: Array<(m: unknown) => void> = [];
   child.on('message', (m) => replies.shift()?.(m));
   const { port } = (await new Promise<unknown>((ok, fail) => {

@@ -100,6 +100,8 @@ if (!isMainThread && (workerData as { replay?: ThreadData } | undefined)?.replay
     void Promise.all(others.map((w) => tell(w, m))).then(() => send({ stored: true }));
   });
   process.on('SIGTERM', () => process.exit(0));
+  // The benchmark is gone, however it ended (its IPC channel closed): nothing is left to serve.
+  process.on('disconnect', () => process.exit(0));
   server.listen({ port: 0, host: '127.0.0.1', reusePort: threads > 1 }, () => {
     const port = (server.address() as AddressInfo).port;
     let listening = 0;

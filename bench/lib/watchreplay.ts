@@ -56,5 +56,7 @@ if (process.argv[1] === import.meta.filename && process.send) {
     send({ stored: true });
   });
   process.on('SIGTERM', () => process.exit(0));
+  // The benchmark is gone, however it ended (its IPC channel closed): nothing is left to serve.
+  process.on('disconnect', () => process.exit(0));
   server.listen({ port: 0, host: '127.0.0.1', backlog: 65_535 }, () => send({ port: (server.address() as AddressInfo).port }));
 }

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { NODE_FLAGS } from '../../src/nodeflags.ts';
 import { pinned } from './cpus.ts';
+import { reapOnExit } from './reap.ts';
 
 const CLI = resolve(import.meta.dirname, '../../src/cli.ts');
 
@@ -46,6 +47,7 @@ export async function startLevee(args: LeveeArgs): Promise<LeveeProcess> {
   argv.push(...(args.extra ?? []));
   const [cmd, cmdArgs] = pinned(args.cpus, process.execPath, argv);
   const child: ChildProcess = spawn(cmd, cmdArgs, { stdio: ['ignore', 'pipe', 'pipe'] });
+  reapOnExit(child);
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolveExit) =>
     child.once('exit', (code, signal) => resolveExit({ code, signal })),
   );
