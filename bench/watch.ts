@@ -30,15 +30,20 @@
 //   npm run bench:watch -- --cleanup            # delete the generated pods and nodes afterwards
 //   npm run bench:watch -- --no-pin             # every process shares every CPU
 //
-// Pinned by default (taskset): the server under test has half the CPUs to itself, the apiserver
-// and etcd when watched directly, Levee when watched through it; this process (the watchers and
-// the updater) runs on the other half, joined there by the apiserver and etcd during Levee's
-// phase. A gateway is deployed apart from the apiserver it relieves and from its clients. On
+// Pinned by default (taskset): the server under test has half the CPUs, the apiserver and etcd when
+// watched directly, Levee when watched through it; this process (the watchers and the updater) has
+// the other half to itself in both phases. During Levee's phase the apiserver and etcd share
+// Levee's half under SCHED_IDLE, running whenever Levee does not: a gateway is deployed apart from
+// the apiserver it relieves and from its clients, and two CPUs leave no third place for them. When
+// they shared the client's half instead, the client waited for them (run-queue wait 416 ms per s,
+// event-loop delay p99 21.4 ms against 12.6 ms in the direct phase) and the added p99 measured that
+// wait: 25.5 ms, against 6.1 and 16.3 ms in two runs with them beside Levee (10,000 watchers; the
+// client's event-loop delay p99 there 16.1 and 13.6 ms through Levee, 16.7 and 19.8 ms direct). On
 // shared CPUs a delivery through Levee, one hop later than the reference's, waited for a CPU: at
 // 10,000 watchers and 100 updates/s its threads spent 1.5–1.8 s of the 55 s runnable but not
 // running (their schedstat), in stalls of 7–20 ms in which they used 0.2 s of CPU, behind the
-// apiserver, this process, and its own collector's helper threads (docs/design.md §5). The
-// direct phase is measured the same way: its watchers and the reference are the one apiserver's.
+// apiserver, this process, and its own collector's helper threads (docs/design.md §5). The direct
+// phase is measured the same way: its watchers and the reference are the one apiserver's.
 //
 // The generated cluster stays in the test environment for the next run unless --cleanup is given.
 import { execFileSync } from 'node:child_process';
@@ -51,7 +56,7 @@ import { parseArgs } from 'node:util';
 import { Agent, request } from 'undici';
 import { quietEnv } from './lib/env.ts';
 import { startLevee, type LeveeProcess } from '../test/support/levee.ts';
-import { pinProcess, pinSelf, splitCpus, unpinProcesses } from '../test/support/cpus.ts';
+import { pinProcess, pinSelf, setIdlePolicy, splitCpus, unpinProcesses } from '../test/support/cpus.ts';
 import { call, must } from './lib/client.ts';
 import { CLUSTER_LABEL, clusterId, ensureCluster, removeCluster, type ClusterSize, type Generation, type Layout } from './lib/pods.ts';
 import { metric, parseMetrics, type Sample } from './lib/prom.ts';
@@ -175,20 +180,34 @@ log(
 // ---------------------------------------------------------------- pinning
 
 // Pinned only now: generating the cluster is no part of the measurement. The apiserver and etcd
-// are pinned at each phase (the server under test in the first, beside the client in the second;
-// a phase repeated after a restart meets a new apiserver) and given every CPU back when the
-// benchmark ends, as the test environment outlives it.
+// are pinned at each phase (the server under test in the first, idle beside Levee in the second;
+// a phase repeated after a restart meets a new apiserver) and given every CPU and their normal
+// policy back when the benchmark ends, as the test environment outlives it.
 function pinUpstream(target: TargetKey): void {
   if (!PINNING) return;
-  const cpus = target === 'apiserver' ? PINNING.server : PINNING.client;
-  for (const pid of Object.values(testenvPids())) if (pid !== null) pinProcess(pid, cpus);
+  for (const pid of Object.values(testenvPids())) {
+    if (pid === null) continue;
+    pinProcess(pid, PINNING.server);
+    setIdlePolicy(pid, target !== 'apiserver');
+  }
+}
+function releaseUpstream(): void {
+  const pids = Object.values(testenvPids()).filter((p) => p !== null);
+  unpinProcesses(pids);
+  for (const pid of pids) {
+    try {
+      setIdlePolicy(pid, false);
+    } catch {
+      // gone
+    }
+  }
 }
 if (PINNING) {
   pinSelf(PINNING.client);
-  process.once('exit', () => unpinProcesses(Object.values(testenvPids()).filter((p) => p !== null)));
+  process.once('exit', releaseUpstream);
   // 'exit' does not run on a signal by default: stopped with ^C, the environment is given back too.
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130));
-  log(`pinned: the server under test on CPU ${PINNING.server} (the apiserver and etcd, then Levee); the watchers and the updater on CPU ${PINNING.client}, with the apiserver and etcd while Levee is measured`);
+  log(`pinned: the server under test on CPU ${PINNING.server} (the apiserver and etcd, then Levee, with them idle beside it); the watchers and the updater on CPU ${PINNING.client}`);
 }
 
 // ---------------------------------------------------------------- measurements
@@ -742,7 +761,7 @@ try {
       generationSeconds: generation.seconds,
     },
     levee: { flags: '--cache pods', commit, readySeconds, rssSyncedBytes: rssSynced, cachedPods },
-    pinning: PINNING ?? null,
+    pinning: PINNING ? { ...PINNING, upstreamWithLevee: 'server-idle' } : null,
     order:
       'Order: sequential. First all watches on the apiserver directly, with Levee not running; then Levee is started and all watches go ' +
       'through it; the same pods, rate and duration each time. Not interleaved, because CPU and memory can be attributed to a target ' +

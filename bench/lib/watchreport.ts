@@ -137,7 +137,11 @@ export interface WatchReport {
   cluster: { id: string; pods: number; nodes: number; podItems: number; podBytesPerItem: number; reused: boolean; generationSeconds: number };
   levee: { flags: string; commit?: string | null; readySeconds: number; rssSyncedBytes: number; cachedPods: number | null };
   /** taskset's CPUs for the benchmark client and for the server under test; absent or null: not pinned. */
-  pinning?: { client: string; server: string } | null;
+  /**
+   * Where the apiserver and etcd ran during Levee's phase: beside the server under test under
+   * SCHED_IDLE, or (runs before that layout, where this is absent) beside the client.
+   */
+  pinning?: { client: string; server: string; upstreamWithLevee?: 'server-idle' } | null;
   order: string;
   upstream: {
     method: string;
@@ -284,7 +288,9 @@ export function markdownRun(r: WatchReport): string {
 
 ${r.date}. Kubernetes ${e.apiserver}, Node ${e.node}, ${e.cpus} CPUs (${e.cpuModel}), ${(e.memoryBytes / 2 ** 30).toFixed(0)} GiB;
 ${
-    r.pinning
+    r.pinning?.upstreamWithLevee === 'server-idle'
+      ? `Pinned (taskset): the server under test on CPU ${r.pinning.server} (the apiserver and etcd in the first phase, Levee with its default --workers, the CPUs it may use, in the second, with the apiserver and etcd beside it under SCHED_IDLE); the benchmark client on CPU ${r.pinning.client}, alone in both phases.`
+      : r.pinning
       ? `Pinned (taskset): the server under test on CPU ${r.pinning.server} (the apiserver and etcd in the first phase, Levee with its default --workers, the CPUs it may use, in the second); the benchmark client on CPU ${r.pinning.client}, with the apiserver and etcd during Levee's phase.`
       : 'Not pinned: client, etcd, apiserver and Levee share the CPUs.'
   } Cluster ${r.cluster.id}: ${r.cluster.podItems.toLocaleString('en')} pods

@@ -45,6 +45,15 @@ export function unpinProcesses(pids: Iterable<number>): void {
   }
 }
 
+/**
+ * Puts every thread of a running process under SCHED_IDLE (chrt(1)), or back under the normal
+ * policy: an idle thread runs only when no normal one on its CPU wants to, and a normal thread
+ * that wakes takes the CPU from it at once.
+ */
+export function setIdlePolicy(pid: number, idle: boolean): void {
+  execFileSync('chrt', [idle ? '--idle' : '--other', '--all-tasks', '--pid', '0', String(pid)], { stdio: 'ignore' });
+}
+
 /** Every CPU of the machine, as taskset names them. */
 export function allCpus(): string {
   return `0-${os.cpus().length - 1}`;
