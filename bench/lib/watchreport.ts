@@ -136,10 +136,11 @@ export interface WatchReport {
   };
   cluster: { id: string; pods: number; nodes: number; podItems: number; podBytesPerItem: number; reused: boolean; generationSeconds: number };
   levee: { flags: string; commit?: string | null; readySeconds: number; rssSyncedBytes: number; cachedPods: number | null };
-  /** taskset's CPUs for the benchmark client and for the server under test; absent or null: not pinned. */
   /**
-   * Where the apiserver and etcd ran during Levee's phase: beside the server under test under
-   * SCHED_IDLE, or (runs before that layout, where this is absent) beside the client.
+   * taskset's CPUs for the benchmark client and for the server under test; absent or null: not
+   * pinned. `upstreamWithLevee`: where the apiserver and etcd ran during Levee's phase, beside the
+   * server under test under SCHED_IDLE, or (runs before that layout, where it is absent) beside
+   * the client.
    */
   pinning?: { client: string; server: string; upstreamWithLevee?: 'server-idle' } | null;
   order: string;
