@@ -59,6 +59,12 @@ export class InvertedIndex {
     entries.set(o);
   }
 
+  /** The object at `o.key` now has `after` where it had `before`; an unchanged value's entry is overwritten in place. */
+  update(before: string, after: string, o: CachedObject): void {
+    if (before !== after) this.remove(before, o.key);
+    this.add(after, o);
+  }
+
   remove(value: string, key: string): void {
     const entries = this.#byValue.get(value);
     if (!entries) return;
@@ -90,6 +96,17 @@ export class LabelIndex {
       idx.add(v, o);
       this.#exists.add(k, o);
     }
+  }
+
+  /** `o` replaces `prev` (the same key): only the labels that changed are removed; the rest are overwritten. */
+  update(prev: CachedObject, o: CachedObject): void {
+    for (const [k, v] of Object.entries(prev.labels)) {
+      const kept = Object.hasOwn(o.labels, k);
+      if (kept && o.labels[k] === v) continue;
+      this.#values.get(k)?.remove(v, prev.key);
+      if (!kept) this.#exists.remove(k, prev.key);
+    }
+    this.add(o);
   }
 
   remove(o: CachedObject): void {

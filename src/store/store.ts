@@ -127,8 +127,10 @@ export class Store {
   /** Applies one watch event. Returns the previous version of the object, if any. */
   apply(type: EventType, object: CachedObject): CachedObject | undefined {
     const prev = this.#byKey.get(object.key);
-    if (prev) this.#remove(prev);
-    if (type !== 'DELETED') this.#insert(object);
+    if (type === 'DELETED') {
+      if (prev) this.#remove(prev);
+    } else if (prev) this.#update(prev, object);
+    else this.#insert(object);
     this.#advance(object.resourceVersion);
     this.#snapshot();
     const e: StoreEvent = { type, object, prev, resourceVersion: object.resourceVersion, at: this.#now() };
@@ -198,6 +200,21 @@ export class Store {
     this.#labels.add(o);
     for (const [field, idx] of this.#fields) idx.add(o.fields[field] ?? '', o);
     this.#bytes += o.item.length;
+  }
+
+  /**
+   * A new version of a stored object, written over the old one. Most changes keep the object's
+   * labels and indexed fields (a status, an annotation), so each index entry is overwritten where
+   * it is rather than deleted and added again: a deleted entry leaves a hole in the hash table,
+   * and every few thousand updates the table of a value most objects share (status.phase=Running,
+   * a namespace-wide label) was rebuilt whole, holding up the event for milliseconds.
+   */
+  #update(prev: CachedObject, o: CachedObject): void {
+    this.#tree.set(o.key, o);
+    this.#byKey.set(o.key, o);
+    this.#labels.update(prev, o);
+    for (const [field, idx] of this.#fields) idx.update(prev.fields[field] ?? '', o.fields[field] ?? '', o);
+    this.#bytes += o.item.length - prev.item.length;
   }
 
   #remove(o: CachedObject): void {

@@ -8,7 +8,7 @@ import { parseLabelSelector } from '../../src/selectors/labels.ts';
 import { parseFieldSelector } from '../../src/selectors/fields.ts';
 
 function obj(ns: string, name: string, rv: number, labels: Record<string, string> = {}, node = ''): CachedObject {
-  return { key: objectKey(ns, name), namespace: ns, name, resourceVersion: rv, labels, fields: { 'spec.nodeName': node, 'metadata.name': name }, item: Buffer.from(`{"n":"${name}"}`), typed: true };
+  return { key: objectKey(ns, name), namespace: ns, name, resourceVersion: rv, labels, fields: { 'spec.nodeName': node, 'metadata.name': name }, item: Buffer.from(`{"n":"${name}","rv":${rv}}`), typed: true };
 }
 
 const all = { labels: parseLabelSelector(''), fields: parseFieldSelector('') };
@@ -98,9 +98,12 @@ test('a LIST through an index is the scan of the same state, after any changes, 
           kind: fc.constantFrom('ADDED', 'MODIFIED', 'DELETED', 'LIST'),
           i: fc.integer({ min: 0, max: 199 }),
           node: fc.integer({ min: 0, max: 3 }),
-          app: fc.integer({ min: 0, max: 3 }),
+          // Without an app label at times, so that updates add and drop the key as well as change its value.
+          app: fc.option(fc.integer({ min: 0, max: 3 }), { nil: undefined, freq: 4 }),
+          // A label few objects carry, so that its existence index is small enough to be used.
+          rare: fc.integer({ min: 0, max: 3 }).map((n) => n === 0),
           ns: fc.constantFrom('', 'ns0', 'ns1'),
-          selector: fc.constantFrom('node', 'node-and-app', 'node-not', 'app', 'app-exists'),
+          selector: fc.constantFrom('node', 'node-and-app', 'node-not', 'app', 'app-exists', 'rare-exists'),
           limit: fc.constantFrom(0, 1, 3),
           from: fc.option(fc.integer({ min: 0, max: 199 }), { nil: undefined }),
         }),
@@ -110,16 +113,18 @@ test('a LIST through an index is the scan of the same state, after any changes, 
         const s = new Store({ fieldIndexes: ['spec.nodeName'] });
         const name = (i: number): [string, string] => [`ns${i % 3}`, `p${String(i).padStart(3, '0')}`];
         const objs = [];
-        for (let i = 0; i < 200; i++) objs.push(obj(...name(i), 1, { app: `a${i % 10}` }, `node-${i % 20}`));
+        for (let i = 0; i < 200; i++) objs.push(obj(...name(i), 1, { app: `a${i % 10}`, ...(i % 10 === 0 && { rare: 'x' }) }, `node-${i % 20}`));
         s.replace(objs, 10);
         let rv = 10;
         for (const st of steps) {
           if (st.kind !== 'LIST') {
-            s.apply(st.kind, obj(...name(st.i), ++rv, { app: `a${st.app}` }, `node-${st.node}`));
+            const labels = { ...(st.app !== undefined && { app: `a${st.app}` }), ...(st.rare && { rare: 'x' }) };
+            s.apply(st.kind, obj(...name(st.i), ++rv, labels, `node-${st.node}`));
+            assert.equal(s.bytes, [...s.tree.values()].reduce((n, o) => n + o.item.length, 0));
             continue;
           }
-          const fields = { node: `spec.nodeName=node-${st.node}`, 'node-and-app': `spec.nodeName=node-${st.node}`, 'node-not': `spec.nodeName=node-${st.node},metadata.name!=p000`, app: '', 'app-exists': '' }[st.selector];
-          const labels = { node: '', 'node-and-app': `app=a${st.app}`, 'node-not': '', app: `app=a${st.app}`, 'app-exists': 'app' }[st.selector];
+          const fields = { node: `spec.nodeName=node-${st.node}`, 'node-and-app': `spec.nodeName=node-${st.node}`, 'node-not': `spec.nodeName=node-${st.node},metadata.name!=p000`, app: '', 'app-exists': '', 'rare-exists': '' }[st.selector];
+          const labels = { node: '', 'node-and-app': `app=a${st.app ?? 0}`, 'node-not': '', app: `app=a${st.app ?? 0}`, 'app-exists': 'app', 'rare-exists': 'rare' }[st.selector];
           const q = {
             labels: parseLabelSelector(labels),
             fields: parseFieldSelector(fields),
