@@ -5,7 +5,9 @@
 //     watcher subtracts it from the arrival time of the event; updater and watchers are this one
 //     process, so the clocks agree. One more watch, always on the apiserver directly, sees every
 //     update in both phases: its arrival time splits each delivery into what the apiserver took
-//     (the same for both targets) and what the path to the watcher added;
+//     (the same for both targets) and what the path to the watcher added. A second one over
+//     HTTP/1.1, as Levee watches its upstream, checks that the apiserver delivers to such a watch
+//     no later than to the reference;
 //   - memory per watcher: the serving process's RSS (and heap) with N idle watches minus without;
 //   - CPU of Levee, the apiserver, etcd and the whole machine (from /proc) during the updates;
 //   - upstream watches: apiserver_longrunning_requests{verb="WATCH",resource="pods"} sampled
@@ -388,6 +390,9 @@ function quantileOf(xs: number[], q: number): number {
 
 // ---------------------------------------------------------------- one target
 
+/** The watches the benchmark keeps on the apiserver directly in each phase (runPhase). */
+const REFERENCE_WATCHES = 2;
+
 /** Sequence numbers stay unique over the run, so a late event of one phase cannot count in another. */
 let nextSeq = 0;
 
@@ -410,22 +415,40 @@ async function runPhase(t: Target, attempts: number): Promise<PhaseResult> {
 
   // Sampled before the reference watch opens; the sample with the watchers open leaves it out.
   const gaugeBefore = await podWatchGauge();
-  // The reference: one watch on the apiserver directly, the same in both phases.
+  // The reference: a watch on the apiserver directly, the same in both phases. A second one over
+  // HTTP/1.1, as Levee's reflector watches, shows whether the apiserver delivers an event to such a
+  // watch later than to the reference: if it did, Levee's upstream watch would be late by as much,
+  // and that would be counted as Levee's. Both watch every pod of the cluster, as Levee's upstream
+  // watch does, so the apiserver's cacher dispatches all three alike.
   const reference = new Map<number, number>();
+  const secondReference = new Map<number, number>();
+  const referencePath = `/api/v1/pods?watch=true&labelSelector=${encodeURIComponent(`${CLUSTER_LABEL}=${cluster.id}`)}&resourceVersion=${rv}&allowWatchBookmarks=true`;
   const referenceFanout = await WatchFanout.open({
     origin: env.server,
     ca,
     token,
-    paths: [`/api/v1/pods?watch=true&labelSelector=${encodeURIComponent(`${CLUSTER_LABEL}=${cluster.id}`)}&resourceVersion=${rv}&allowWatchBookmarks=true`],
+    paths: [referencePath],
     streamsPerSession: 1,
     onEvent: (seq, _sentMs, receivedMs) => {
       if (!reference.has(seq)) reference.set(seq, receivedMs);
     },
   });
+  const secondFanout = await WatchFanout.open({
+    origin: env.server,
+    ca,
+    token,
+    paths: [referencePath],
+    streamsPerSession: 1,
+    http1: true,
+    onEvent: (seq, _sentMs, receivedMs) => {
+      if (!secondReference.has(seq)) secondReference.set(seq, receivedMs);
+    },
+  });
   try {
-    return await fleet(t, attempts, rv, path, reference, referenceFanout, gaugeBefore);
+    return await fleet(t, attempts, rv, path, reference, secondReference, referenceFanout, gaugeBefore);
   } finally {
     await referenceFanout.close();
+    await secondFanout.close();
   }
 }
 
@@ -435,6 +458,7 @@ async function fleet(
   rv: string,
   path: (node: string) => string,
   reference: Map<number, number>,
+  secondReference: Map<number, number>,
   referenceFanout: WatchFanout,
   gaugeBefore: number | null,
 ): Promise<PhaseResult> {
@@ -487,7 +511,7 @@ async function fleet(
     const heapWatchers = await heapBytes(t);
     const filesIdle = pidIdle === null ? null : openFiles(pidIdle);
     const gaugeOpen = await podWatchGauge();
-    const gaugeWith = gaugeOpen === null ? null : gaugeOpen - 1; // less the reference watch
+    const gaugeWith = gaugeOpen === null ? null : gaugeOpen - REFERENCE_WATCHES;
     let leveeWatches: PhaseResult['leveeWatches'] = null;
     if (t.levee) {
       const m = await leveeMetrics(t.levee);
@@ -563,9 +587,12 @@ async function fleet(
       if (ref !== undefined) added.push(sent.get(seq)!.sentMs + latencies[i]! - ref);
     }
     const referenceLatency: number[] = [];
+    const secondOverFirst: number[] = [];
     for (const seq of measured.keys()) {
       const ref = reference.get(seq);
       if (ref !== undefined) referenceLatency.push(ref - sent.get(seq)!.sentMs);
+      const second = secondReference.get(seq);
+      if (ref !== undefined && second !== undefined) secondOverFirst.push(second - ref);
     }
 
     // The same, per second of the update phase by send time, with every update (warm-up included).
@@ -609,7 +636,11 @@ async function fleet(
       sessions: fanout.sessions,
       establishMs: fanout.establishMs,
       latency: latencySummary(Float64Array.from(kept)),
-      reference: { latency: latencySummary(Float64Array.from(referenceLatency)), added: latencySummary(Float64Array.from(added)) },
+      reference: {
+        latency: latencySummary(Float64Array.from(referenceLatency)),
+        added: latencySummary(Float64Array.from(added)),
+        secondOverFirst: latencySummary(Float64Array.from(secondOverFirst)),
+      },
       timeline,
       deliveries: { updates: measured.size, expected, received: got, missing: expected - got },
       watch: { ...fanout.counters, otherEvents: fanout.counters.otherEvents + foreign },
@@ -782,8 +813,8 @@ try {
       method:
         'apiserver_longrunning_requests{verb="WATCH",group="",resource="pods"} (summed over scopes) from the apiserver\'s /metrics with the admin token, ' +
         'median of three samples: before the run; with the direct watches open (it must rise by about N, which shows the method sees them); ' +
-        'after they closed; with Levee synced and no client watches; with N client watches through Levee (the one reference watch the ' +
-        'benchmark keeps on the apiserver during each phase is left out). ' +
+        'after they closed; with Levee synced and no client watches; with N client watches through Levee (the two reference watches the ' +
+        'benchmark keeps on the apiserver during each phase are left out). ' +
         "Levee's own levee_longrunning_requests says whether its client watches were served from the cache or forwarded.",
       baseline: gaugeBeforeLevee,
       directWatchers: a.podWatchGauge.withWatchers,

@@ -5,6 +5,8 @@
 // chunk that completed the line arrived. Bodies are scanned as bytes, never parsed as JSON, so the
 // client spends as little as possible of the CPU it shares with the servers it measures.
 import { connect, constants, type ClientHttp2Session, type ClientHttp2Stream } from 'node:http2';
+import type { ClientRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { once } from 'node:events';
 
 /** Wall-clock milliseconds with sub-millisecond resolution; the updater stamps objects with this. */
@@ -32,6 +34,11 @@ export interface FanoutOptions {
   onEvent: (seq: number, sentMs: number, receivedMs: number, watcher: number) => void;
   /** How long every watch may take to get its response headers. */
   timeoutMs?: number;
+  /**
+   * Each watch on an HTTP/1.1 connection of its own, as Levee's reflector watches its upstream,
+   * instead of streams over HTTP/2 sessions (streamsPerSession is then ignored).
+   */
+  http1?: boolean;
 }
 
 export interface FanoutCounters {
@@ -52,6 +59,7 @@ export class WatchFanout {
   readonly #o: FanoutOptions;
   readonly #sessions: ClientHttp2Session[] = [];
   readonly #streams: ClientHttp2Stream[] = [];
+  readonly #requests: ClientRequest[] = [];
   #closing = false;
 
   private constructor(o: FanoutOptions) {
@@ -77,7 +85,7 @@ export class WatchFanout {
   async #open(): Promise<void> {
     const o = this.#o;
     const started = performance.now();
-    const sessions = Math.ceil(o.paths.length / o.streamsPerSession);
+    const sessions = o.http1 ? 0 : Math.ceil(o.paths.length / o.streamsPerSession);
     for (let s = 0; s < sessions; s++) {
       const session = connect(o.origin, {
         ca: o.ca,
@@ -89,7 +97,7 @@ export class WatchFanout {
       session.once('connect', () => session.setLocalWindowSize(64 << 20));
       this.#sessions.push(session);
     }
-    const heads = o.paths.map((path, i) => this.#watch(this.#sessions[Math.floor(i / o.streamsPerSession)]!, path, i));
+    const heads = o.paths.map((path, i) => (o.http1 ? this.#watchHttp1(path, i) : this.#watch(this.#sessions[Math.floor(i / o.streamsPerSession)]!, path, i)));
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`watches not all established after ${(o.timeoutMs ?? 120_000) / 1000} s`)), o.timeoutMs ?? 120_000);
@@ -127,17 +135,7 @@ export class WatchFanout {
         stream.on('end', () => reject(new Error(`watch ${path}: HTTP ${status}: ${body.slice(0, 300)}`)));
       });
       stream.on('data', (chunk: Buffer) => {
-        if (!ok) return;
-        const receivedMs = wallMs();
-        this.counters.bytes += chunk.length;
-        const buf: Buffer = pending === null ? chunk : Buffer.concat([pending, chunk]);
-        let start = 0;
-        for (let nl = buf.indexOf(NEWLINE); nl >= 0; nl = buf.indexOf(NEWLINE, start)) {
-          this.#line(buf.subarray(start, nl), receivedMs, watcher);
-          start = nl + 1;
-        }
-        // Copied, so a long-lived remainder does not pin the whole chunk it came from.
-        pending = start < buf.length ? Buffer.from(buf.subarray(start)) : null;
+        if (ok) pending = this.#chunk(pending, chunk, watcher);
       });
       stream.on('error', (err: Error) => {
         if (!ok) reject(err);
@@ -147,6 +145,48 @@ export class WatchFanout {
         else if (!this.#closing) this.#ended(`stream closed by the server (code ${stream.rstCode})`);
       });
     });
+  }
+
+  /** One watch on an HTTP/1.1 connection of its own; resolves on a 200 head, rejects otherwise. */
+  #watchHttp1(path: string, watcher: number): Promise<void> {
+    const url = new URL(path, this.#o.origin);
+    return new Promise<void>((resolve, reject) => {
+      const req = httpsRequest(url, { ca: this.#o.ca, agent: false, headers: { authorization: `Bearer ${this.#o.token}`, accept: 'application/json' } }, (res) => {
+        if (res.statusCode !== 200) {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (body += c));
+          res.on('end', () => reject(new Error(`watch ${path}: HTTP ${res.statusCode}: ${body.slice(0, 300)}`)));
+          return;
+        }
+        resolve();
+        let pending: Buffer | null = null;
+        res.on('data', (chunk: Buffer) => (pending = this.#chunk(pending, chunk, watcher)));
+        res.on('close', () => {
+          if (!this.#closing) this.#ended('response closed by the server');
+        });
+      });
+      req.on('error', (err) => {
+        reject(err);
+        if (!this.#closing) this.#ended(`request: ${err.message}`);
+      });
+      req.end();
+      this.#requests.push(req);
+    });
+  }
+
+  /** A chunk of a watch body after `pending` (a partial line); returns the partial line it leaves. */
+  #chunk(pending: Buffer | null, chunk: Buffer, watcher: number): Buffer | null {
+    const receivedMs = wallMs();
+    this.counters.bytes += chunk.length;
+    const buf: Buffer = pending === null ? chunk : Buffer.concat([pending, chunk]);
+    let start = 0;
+    for (let nl = buf.indexOf(NEWLINE); nl >= 0; nl = buf.indexOf(NEWLINE, start)) {
+      this.#line(buf.subarray(start, nl), receivedMs, watcher);
+      start = nl + 1;
+    }
+    // Copied, so a long-lived remainder does not pin the whole chunk it came from.
+    return start < buf.length ? Buffer.from(buf.subarray(start)) : null;
   }
 
   #line(line: Buffer, receivedMs: number, watcher: number): void {
@@ -173,6 +213,7 @@ export class WatchFanout {
   /** Cancels every watch and closes the connections. */
   async close(): Promise<void> {
     this.#closing = true;
+    for (const r of this.#requests) r.destroy();
     for (const s of this.#streams) if (!s.closed) s.close(constants.NGHTTP2_CANCEL);
     await Promise.all(
       this.#sessions.map(async (session) => {

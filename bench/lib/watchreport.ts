@@ -44,7 +44,17 @@ export interface PhaseResult {
    * watcher added (through Levee: Levee's hop), free of the drift of a shared apiserver between
    * phases.
    */
-  reference: { latency: Summary | null; added: Summary | null };
+  reference: {
+    latency: Summary | null;
+    added: Summary | null;
+    /**
+     * A second watch of every pod on the apiserver directly, over HTTP/1.1 as Levee's upstream watch
+     * is: its arrival minus the reference's, per update. How much later the apiserver delivers to
+     * a watch like Levee's upstream one than to the reference, which Levee's added latency would
+     * carry too. Absent in older runs.
+     */
+    secondOverFirst?: Summary | null;
+  };
   /** Second by second of the update phase (updates by send time, warm-up included). */
   timeline: TimelineSecond[];
   deliveries: {
@@ -212,6 +222,7 @@ export function table(r: WatchReport): string {
     row('delivery latency max, ms', (p) => ms(p.latency?.maxMs)),
     row('reference watch on the apiserver, same updates: p50 / p99, ms', (p) => `${ms(p.reference.latency?.p50Ms)} / ${ms(p.reference.latency?.p99Ms)}`),
     row('added over the reference watch: p50 / p99, ms', (p) => `${ms(p.reference.added?.p50Ms)} / ${ms(p.reference.added?.p99Ms)}`),
+    row('an HTTP/1.1 watch like Levee\'s upstream one, over the reference: p50 / p99, ms', (p) => (p.reference.secondOverFirst ? `${ms(p.reference.secondOverFirst.p50Ms)} / ${ms(p.reference.secondOverFirst.p99Ms)}` : '-')),
     row('events received / expected', (p) => `${p.deliveries.received.toLocaleString('en')} / ${p.deliveries.expected.toLocaleString('en')}`),
     row(`all watches established, ms`, (p) => ms(p.establishMs)),
     row('access reviews while opening them', (p) => (p.accessReviews === null ? '-' : p.accessReviews.toLocaleString('en'))),
@@ -308,7 +319,14 @@ Latency is from the update's send time (embedded in the object) to the arrival o
 events of updates sent after a ${r.config.warmupSeconds} s warm-up; p99 is nearest-rank over ${(r.phases.apiserver.latency?.n ?? 0).toLocaleString('en')} and
 ${(l.latency?.n ?? 0).toLocaleString('en')} deliveries. It includes the PATCH itself (etcd write, watch cache), which both targets share; the
 reference watch (one more watch on the apiserver directly, open in both phases) separates that from what the path to
-the watcher added: each delivery's arrival minus the reference's arrival of the same update. CPU is in cores (100 % = one core), over the update phase of each target.
+the watcher added: each delivery's arrival minus the reference's arrival of the same update.${
+    l.reference.secondOverFirst === undefined
+      ? ''
+      : ` A second watch of every pod on the apiserver
+directly, over HTTP/1.1 as Levee's own upstream watch is, shows whether the apiserver delivers to such a watch later than to the
+reference; Levee's added latency would carry that delay too.`
+  }
+CPU is in cores (100 % = one core), over the update phase of each target.
 RSS per watcher is the serving process's RSS with the watches open and idle minus its RSS before, divided by the watchers;
 heap per watcher is the same difference of the process's own heap metrics (Levee: V8 heap used + external, garbage
 included; apiserver: live Go heap right after a collection forced through /debug/pprof/heap?gc=1, plus goroutine stacks).
