@@ -74,6 +74,17 @@ export function newTimeout(message: string, retryAfterSeconds = 1): Status {
 }
 
 /**
+ * 504 for a read the cache could not bring to a resourceVersion in time, as the apiserver's watch
+ * cache answers (storage.NewTooLargeResourceVersionError); clients recognize it by its cause.
+ */
+export function newTooLargeResourceVersion(minimum: number, current: number, retryAfterSeconds = 1): Status {
+  return status(504, 'Timeout', `Too large resource version: ${minimum}, current: ${current}`, {
+    causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
+    retryAfterSeconds,
+  });
+}
+
+/**
  * The apiserver's answer to a request that outlived its deadline (`?timeout=`, else its
  * --request-timeout): the timeout filter's errors.NewTimeoutError(..., 0), whose empty details
  * are still written.

@@ -122,9 +122,10 @@ export class ConsistencyProof {
 
   /**
    * Resolves true once the store holds every event up to a revision the apiserver gave after
-   * `arrivedAt`, within `timeoutMs`; otherwise the reason it could not be proven.
+   * `arrivedAt`, within `timeoutMs`; otherwise the reason it could not be proven. `onRevision`
+   * learns that revision once it is known.
    */
-  async prove(arrivedAt: bigint, timeoutMs: number): Promise<true | Unproven> {
+  async prove(arrivedAt: bigint, timeoutMs: number, onRevision?: (resourceVersion: number) => void): Promise<true | Unproven> {
     const deadline = performance.now() + timeoutMs;
     let rv: number;
     try {
@@ -132,6 +133,7 @@ export class ConsistencyProof {
     } catch {
       return 'consistency-probe-failed';
     }
+    onRevision?.(rv);
     return (await this.#catchUp(rv, deadline)) ? true : 'consistency-unproven';
   }
 

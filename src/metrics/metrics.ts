@@ -334,7 +334,7 @@ export class CacheMetrics {
     this.#restarts = new Counter({ name: 'levee_reflector_watch_restarts_total', help: 'Reflector watch restarts, by reason (expired window, error).', labelNames: ['resource', 'reason'], registers: [registry] });
     this.#consistentReads = new Counter({
       name: 'levee_consistent_reads_total',
-      help: 'Reads without resourceVersion on cached resources: proven fresh and served from the cache, served under the cache policy, or forwarded (levee_read_forwarded_total says why).',
+      help: 'Reads without resourceVersion on cached resources: proven fresh and served from the cache, served under the cache policy, forwarded (levee_read_forwarded_total says why), or failed (a watch-list whose initial events went out before the proof, which did not come: ended with a 504).',
       labelNames: ['resource', 'result'],
       registers: [registry],
     });
@@ -361,7 +361,7 @@ export class CacheMetrics {
     });
   }
 
-  consistentRead(resource: string, result: 'verified' | 'cache-policy' | 'forwarded', waitSeconds?: number): void {
+  consistentRead(resource: string, result: 'verified' | 'cache-policy' | 'forwarded' | 'failed', waitSeconds?: number): void {
     this.#consistentReads.inc({ resource, result });
     if (waitSeconds !== undefined) this.#consistentWait.observe({ resource }, waitSeconds);
   }

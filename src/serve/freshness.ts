@@ -18,9 +18,12 @@ export const PROOF_WAIT_MS = 3_000;
 /** The response header that says how a read without resourceVersion was answered from the cache. */
 export const CONSISTENCY_HEADER = 'levee-consistent-read';
 
+/** How a read without resourceVersion on a cached resource went: `failed`, a watch-list started before its proof, which then did not come. */
+export type ConsistentReadResult = 'verified' | 'cache-policy' | 'forwarded' | 'failed';
+
 export interface ConsistentReadObserver {
   /** A read without resourceVersion: answered from a proven cache, under the cache policy, or forwarded; with the wait for a proof. */
-  consistentRead(resource: string, result: 'verified' | 'cache-policy' | 'forwarded', waitSeconds?: number): void;
+  consistentRead(resource: string, result: ConsistentReadResult, waitSeconds?: number): void;
   /** The bytes of an answer to a read without resourceVersion, by who gave it. */
   consistentBytes(resource: string, source: 'cache' | 'upstream', bytes: number): void;
 }
@@ -29,7 +32,7 @@ export interface ConsistentReadObserver {
 export type Stale = Extract<ForwardReason, 'consistency-probe-failed' | 'consistency-unproven' | 'resource-version-ahead'>;
 
 /** Fresh enough: with, for a read without resourceVersion, how that was established. */
-export type Proof = { fresh: true; consistency?: 'verified' | 'cache' } | { fresh: false; stale: Stale };
+export type Proof = { fresh: true; consistency?: 'verified' | 'cache' } | { fresh: false; stale: Stale; wanted?: number };
 
 /**
  * Waits until the cache may answer as `freshness` asks, within a bound; at once when it already
@@ -43,16 +46,22 @@ export function prove(
   consistentRead: boolean,
   arrivedAt: bigint,
   observer: ConsistentReadObserver,
+  /** The answer begins before the proof (a watch-list's initial events): a failed proof ends it rather than forwarding it. */
+  answerStarted = false,
 ): Maybe<Proof> {
   const store = r.store;
+  const unprovenAs = answerStarted ? 'failed' : 'forwarded';
   switch (freshness.mode) {
     case 'consistent': {
       const started = process.hrtime.bigint();
-      return r.consistency.prove(arrivedAt, PROOF_WAIT_MS).then((proof) => {
-        const waited = Number(process.hrtime.bigint() - started) / 1e9;
-        observer.consistentRead(r.name, proof === true ? 'verified' : 'forwarded', waited);
-        return proof === true ? { fresh: true, consistency: 'verified' } : { fresh: false, stale: proof };
-      });
+      let wanted: number | undefined;
+      return r.consistency
+        .prove(arrivedAt, PROOF_WAIT_MS, (rv) => (wanted = rv))
+        .then((proof) => {
+          const waited = Number(process.hrtime.bigint() - started) / 1e9;
+          observer.consistentRead(r.name, proof === true ? 'verified' : unprovenAs, waited);
+          return proof === true ? { fresh: true, consistency: 'verified' } : { fresh: false, stale: proof, ...(wanted !== undefined && { wanted }) };
+        });
     }
     case 'notOlderThan':
     case 'exact':
@@ -61,7 +70,9 @@ export function prove(
       // resourceVersion exists once the store has passed it. Not there in the apiserver's own
       // time: it answers (or gives its own 504) rather than Levee.
       if (store.resourceVersion >= freshness.resourceVersion) return { fresh: true };
-      return r.consistency.reach(freshness.resourceVersion, FRESHNESS_WAIT_MS).then((reached) => (reached ? { fresh: true } : { fresh: false, stale: 'resource-version-ahead' }));
+      return r.consistency
+        .reach(freshness.resourceVersion, FRESHNESS_WAIT_MS)
+        .then((reached) => (reached ? { fresh: true } : { fresh: false, stale: 'resource-version-ahead', wanted: freshness.resourceVersion }));
     case 'any':
       if (!consistentRead) return { fresh: true };
       // The `cache` policy: a read without resourceVersion answered from the cache as it is.

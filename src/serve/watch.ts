@@ -11,7 +11,8 @@ import type { Status } from '../api/types.ts';
 import type { Representation } from '../api/negotiation.ts';
 import { listLive } from '../store/query.ts';
 import type { CachedObject } from '../store/object.ts';
-import { prove, type ConsistentReadObserver, type Stale } from './freshness.ts';
+import { prove, type ConsistentReadObserver, type Proof, type Stale } from './freshness.ts';
+import { newTimeout, newTooLargeResourceVersion } from '../api/status.ts';
 import type { DownstreamResponse } from '../http/downstream.ts';
 import type { WatchPlan } from './decide.ts';
 
@@ -29,7 +30,8 @@ export interface ServedWatch {
 /**
  * A reason to forward when the cache cannot start this watch exactly: the window no longer holds
  * the client's resourceVersion, or the state could not be proven fresh in time (the apiserver may
- * do either).
+ * do either). A consistent watch-list is answered at once instead, and ended with the apiserver's
+ * 504 if its proof does not come.
  */
 export async function serveWatch(
   r: CachedResource,
@@ -39,11 +41,27 @@ export async function serveWatch(
   observer: ConsistentReadObserver,
   requestId?: string,
 ): Promise<{ forward: Stale | 'window-expired' | 'representation' } | ServedWatch> {
+  // A consistent watch-list that ends its initial events with a bookmark does not wait for the
+  // proof: its initial events go out at once, from the store as it is, the watcher takes the
+  // events that follow, and only the end bookmark waits until the store holds the resourceVersion
+  // the proof asks for. What the client holds at that bookmark is the store's state there, as new
+  // as a consistent read must be; client-go applies every event before it, as the apiserver also
+  // sends changes between a watch-list's initial events and its end bookmark (cache_watcher.go,
+  // process). The wait for the bookmark probe (about a second) then overlaps the writing of the
+  // initial events instead of preceding it (docs/design.md, "Consistent reads").
+  let proving: Promise<Proof> | undefined;
   if (plan.initial) {
     const freshness =
       plan.initial === 'notOlderThan' ? { mode: plan.initial, resourceVersion: plan.resourceVersion } : { mode: plan.initial };
-    const proof = await prove(r, freshness, plan.consistentRead === true, arrivedAt, observer);
-    if (!proof.fresh) return { forward: proof.stale };
+    // Only a consistent one: a resourceVersion ahead of the store (NotOlderThan) is rare and, when
+    // the store does not get there in time, better forwarded than ended with an error.
+    const early = plan.initial === 'consistent' && plan.initialEventsEnd;
+    const proof = prove(r, freshness, plan.consistentRead === true, arrivedAt, observer, early);
+    if (proof instanceof Promise && early) proving = proof;
+    else {
+      const proven = await proof;
+      if (!proven.fresh) return { forward: proven.stale };
+    }
   }
   // From here to registration nothing awaits: the state read and the live events join exactly.
   let initial: CachedObject[] = [];
@@ -66,10 +84,20 @@ export async function serveWatch(
   const watcher = new CacheWatcher(r, filter, res, { timeoutMs, bookmarks: plan.allowBookmarks }, encoding);
   let initialBytes = 0;
   for (const o of initial) initialBytes += watcher.pushAdded(o);
-  if (plan.initial && plan.initialEventsEnd) initialBytes += watcher.pushInitialEventsEnd(from);
+  if (proving) watcher.awaitInitialEventsEnd();
+  else if (plan.initial && plan.initialEventsEnd) initialBytes += watcher.pushInitialEventsEnd(from);
   if (plan.initial === 'consistent' || plan.consistentRead) observer.consistentBytes(r.name, 'cache', initialBytes);
   for (const e of backlog) watcher.offer(e);
   watcher.start();
+  if (proving) {
+    void proving.then((proven) => {
+      if (proven.fresh) watcher.endInitialEvents();
+      // The apiserver's answer when its cache does not reach a resourceVersion in time; the
+      // client starts again (client-go after a second), as it would from the apiserver.
+      else if (proven.wanted !== undefined) watcher.endWith(newTooLargeResourceVersion(proven.wanted, r.store.resourceVersion));
+      else watcher.endWith(newTimeout('the apiserver\'s current resourceVersion could not be learned'));
+    });
+  }
   // The watcher is its own handle (done, endWith): no wrapper object or closure per watch.
   return watcher;
 }

@@ -94,12 +94,16 @@ export class CacheWatcher implements WatchFilter, Sleeper {
   #closed = false;
   /** A last line is queued; nothing more is sent after it. */
   #ending = false;
+  /** Its initial events are sent, their end bookmark waits (awaitInitialEventsEnd); no other bookmark before it. */
+  #initialEventsOpen = false;
   #sentRV: number;
   readonly #done: Promise<number>;
   #finish!: (code: number) => void;
-  readonly #deadline: number;
-  #nextBookmark: number;
-  #deadlineBookmark: number;
+  #deadline = 0;
+  #nextBookmark = NONE;
+  #deadlineBookmark = NONE;
+  readonly #timeoutMs: number;
+  readonly #takesBookmarks: boolean;
   wakeAt = 0;
   slot = -1;
 
@@ -113,17 +117,23 @@ export class CacheWatcher implements WatchFilter, Sleeper {
     this.#res = res;
     this.#sentRV = filter.resourceVersion;
     this.#done = new Promise((resolve) => (this.#finish = resolve));
-    const now = r.watchers.clock.now();
-    const timeoutMs = Math.round(timing.timeoutMs);
-    this.#deadline = now + timeoutMs;
-    this.#nextBookmark = timing.bookmarks ? now + BOOKMARK_EVERY_MS : NONE;
-    this.#deadlineBookmark = timing.bookmarks && timeoutMs > BOOKMARK_BEFORE_DEADLINE_MS ? this.#deadline - BOOKMARK_BEFORE_DEADLINE_MS : NONE;
+    this.#timeoutMs = Math.round(timing.timeoutMs);
+    this.#takesBookmarks = timing.bookmarks;
+    this.#startClock();
     watcherOf.set(res, this);
     res.on('close', closeWatcher);
   }
 
   get takesBookmarks(): boolean {
-    return this.#nextBookmark !== NONE;
+    return this.#takesBookmarks;
+  }
+
+  /** The deadline and the bookmark times, counted from now. */
+  #startClock(): void {
+    const now = this.#r.watchers.clock.now();
+    this.#deadline = now + this.#timeoutMs;
+    this.#nextBookmark = this.#takesBookmarks ? now + BOOKMARK_EVERY_MS : NONE;
+    this.#deadlineBookmark = this.#takesBookmarks && this.#timeoutMs > BOOKMARK_BEFORE_DEADLINE_MS ? this.#deadline - BOOKMARK_BEFORE_DEADLINE_MS : NONE;
   }
 
   /** Settles when the watch has ended, with the status its response was given. */
@@ -171,9 +181,34 @@ export class CacheWatcher implements WatchFilter, Sleeper {
     return this.#send(this.#encoding.initialEventsEnd(this.#r.info, resourceVersion));
   }
 
+  /**
+   * Before start(): the initial events are queued and the bookmark that ends them waits for
+   * endInitialEvents(). Meanwhile the watcher takes live events, sends no other bookmark (the
+   * apiserver sends a watch-list none before the one that ends its initial events), and its
+   * deadline has not begun: the apiserver counts timeoutSeconds from the start of the watch that
+   * follows its wait for a fresh cache.
+   */
+  awaitInitialEventsEnd(): void {
+    this.#initialEventsOpen = true;
+  }
+
+  /**
+   * Ends the initial events at the store's resourceVersion: every event up to it has been queued
+   * already, so the state the client holds at this bookmark is the store's. The deadline and the
+   * bookmark times begin now. Returns the bookmark's length.
+   */
+  endInitialEvents(): number {
+    if (this.#closed || !this.#initialEventsOpen) return 0;
+    this.#initialEventsOpen = false;
+    const length = this.#send(this.#encoding.initialEventsEnd(this.#r.info, Math.max(this.#sentRV, this.#r.store.resourceVersion)));
+    this.#startClock();
+    this.#schedule();
+    return length;
+  }
+
   /** A BOOKMARK at the store's resourceVersion: every event up to it has been queued already. */
   bookmark(): void {
-    if (this.#closed) return;
+    if (this.#closed || this.#initialEventsOpen) return;
     const rv = Math.max(this.#sentRV, this.#r.store.resourceVersion);
     this.#send(this.#encoding.bookmark(this.#r.info, rv));
   }
@@ -199,7 +234,7 @@ export class CacheWatcher implements WatchFilter, Sleeper {
   }
 
   #schedule(): void {
-    if (this.#closed) return;
+    if (this.#closed || this.#initialEventsOpen) return;
     let at = this.#deadline;
     if (this.#deadlineBookmark !== NONE && this.#deadlineBookmark < at) at = this.#deadlineBookmark;
     if (this.#nextBookmark !== NONE && this.#nextBookmark < at) at = this.#nextBookmark;

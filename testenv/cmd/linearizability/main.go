@@ -332,7 +332,10 @@ func main() {
 			if res.StatusCode != 200 {
 				return output{}, 0, false
 			}
-			var items []configMap
+			// The state at the initial-events-end bookmark: the initial ADDED events and any change
+			// after them, as client-go's reflector folds them; the apiserver, too, sends the changes
+			// that come between its initial events and that bookmark.
+			byName := map[string]configMap{}
 			scanner := bufio.NewScanner(res.Body)
 			scanner.Buffer(make([]byte, 1<<20), 16<<20)
 			for scanner.Scan() {
@@ -344,19 +347,26 @@ func main() {
 					return output{}, 0, false
 				}
 				switch e.Type {
-				case "ADDED":
+				case "ADDED", "MODIFIED", "DELETED":
 					var cm configMap
 					if json.Unmarshal(e.Object, &cm) != nil {
 						return output{}, 0, false
 					}
-					items = append(items, cm)
+					if e.Type == "DELETED" {
+						delete(byName, cm.Metadata.Name)
+					} else {
+						byName[cm.Metadata.Name] = cm
+					}
 				case "BOOKMARK":
 					if strings.Contains(string(e.Object), `"k8s.io/initial-events-end":"true"`) {
+						items := make([]configMap, 0, len(byName))
+						for _, cm := range byName {
+							items = append(items, cm)
+						}
 						return output{Values: valuesOf(items)}, 0, true
 					}
 				default:
-					// An ERROR (or a change before the end of the initial state, which a
-					// watch-list does not send): no initial state to judge.
+					// An ERROR: no initial state to judge.
 					return output{}, 0, false
 				}
 			}

@@ -1,0 +1,154 @@
+// A consistent watch-list served from the cache (serve/watch.ts): its initial events go out before
+// the proof that the cache is as new as the apiserver, and only its end bookmark waits for it.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { EventEmitter } from 'node:events';
+import { Store } from '../../src/store/store.ts';
+import { objectKey, type CachedObject } from '../../src/store/object.ts';
+import { WatcherRegistry } from '../../src/watch/registry.ts';
+import { WatchClock } from '../../src/watch/clock.ts';
+import { parseLabelSelector } from '../../src/selectors/labels.ts';
+import { parseFieldSelector } from '../../src/selectors/fields.ts';
+import { serveWatch } from '../../src/serve/watch.ts';
+import type { CacheWatcher } from '../../src/watch/watcher.ts';
+import type { CachedResource } from '../../src/cache/cache.ts';
+import type { WatchPlan } from '../../src/serve/decide.ts';
+import type { Unproven } from '../../src/cache/consistency.ts';
+
+function obj(name: string, rv: number): CachedObject {
+  return { key: objectKey('n', name), namespace: 'n', name, resourceVersion: rv, labels: {}, fields: {}, item: Buffer.from(`{"metadata":{"name":"${name}","resourceVersion":"${rv}"}}`), typed: true };
+}
+
+class FakeResponse extends EventEmitter {
+  readonly lines: string[] = [];
+  ended = false;
+  destroyed = false;
+  headersSent = false;
+  writableFinished = false;
+  statusCode = 0;
+  writeHead(code: number): this {
+    this.statusCode = code;
+    this.headersSent = true;
+    return this;
+  }
+  write(chunk: Buffer | string): boolean {
+    this.lines.push(...chunk.toString().split('\n').filter((l) => l !== ''));
+    return true;
+  }
+  end(): this {
+    this.ended = true;
+    return this;
+  }
+  destroy(): this {
+    this.destroyed = true;
+    return this;
+  }
+}
+
+interface WatchLine {
+  type: string;
+  object: { metadata?: { name?: string; resourceVersion?: string; annotations?: Record<string, string> }; code?: number; reason?: string; message?: string; details?: { causes?: Array<{ reason: string }> } };
+}
+
+const delivered = (res: FakeResponse): string[] =>
+  res.lines.map((l) => {
+    const e = JSON.parse(l) as WatchLine;
+    if (e.type === 'ERROR') return `ERROR ${e.object.code} ${e.object.reason}`;
+    const end = e.object.metadata?.annotations?.['k8s.io/initial-events-end'] === 'true' ? ' end' : '';
+    return `${e.type} ${e.object.metadata?.name ?? ''}@${e.object.metadata?.resourceVersion}${end}`;
+  });
+
+/** A cached resource whose proof the test settles: it learns `revision`, then ends as told. */
+function setup(): { store: Store; r: CachedResource; clock: WatchClock; at: (ms: number) => void; results: string[]; settle: (revision: number, outcome: true | Unproven) => void } {
+  const store = new Store();
+  store.replace([obj('a', 10), obj('b', 11)], 12);
+  let settle!: (revision: number, outcome: true | Unproven) => void;
+  const consistency = {
+    prove: (_arrivedAt: bigint, _timeoutMs: number, onRevision?: (rv: number) => void): Promise<true | Unproven> =>
+      new Promise((resolve) => {
+        settle = (revision, outcome) => {
+          onRevision?.(revision);
+          resolve(outcome);
+        };
+      }),
+  };
+  const info = { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true, prefix: '/api/v1' };
+  let now = 0;
+  const clock = new WatchClock(() => now, { unref: true });
+  const r = { name: 'configmaps', info, store, watchers: new WatcherRegistry(store, clock), consistency } as unknown as CachedResource;
+  return { store, r, clock, at: (ms) => (now = ms), results: [], settle: (revision, outcome) => settle(revision, outcome) };
+}
+
+const plan: WatchPlan = {
+  namespace: '',
+  labels: parseLabelSelector(''),
+  fields: parseFieldSelector(''),
+  resourceVersion: 0,
+  initial: 'consistent',
+  initialEventsEnd: true,
+  allowBookmarks: true,
+  timeoutSeconds: 10,
+  representation: { as: 'object', media: 'json' },
+};
+
+async function start(s: ReturnType<typeof setup>, res: FakeResponse): Promise<CacheWatcher> {
+  const observer = { consistentRead: (_r: string, result: string) => void s.results.push(result), consistentBytes: () => undefined };
+  const served = await serveWatch(s.r, plan, res, process.hrtime.bigint(), observer);
+  assert.ok(!('forward' in served), 'forwarded');
+  return served as CacheWatcher;
+}
+
+const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+// A server that waited for the proof first would never answer here: the test settles the proof
+// only after the answer began. The timeout turns that into a failure rather than a hang.
+test('a consistent watch-list sends its initial events at once, and its end bookmark once the store is proven as new as the apiserver', { timeout: 10_000 }, async () => {
+  const s = setup();
+  const res = new FakeResponse();
+  const watcher = await start(s, res);
+  // The proof is under way: the state as the store holds it has gone out, with no bookmark.
+  assert.equal(res.statusCode, 200);
+  assert.deepEqual(delivered(res), ['ADDED a@10', 'ADDED b@11']);
+  // What changes meanwhile follows, as the apiserver sends changes before its end bookmark; a
+  // bookmark due meanwhile is not sent ahead of the end of the initial events.
+  s.store.apply('MODIFIED', obj('a', 13));
+  s.store.apply('ADDED', obj('c', 14));
+  watcher.bookmark();
+  assert.deepEqual(delivered(res).slice(2), ['MODIFIED a@13', 'ADDED c@14']);
+  // The deadline (10 s) begins once the initial events end, as the apiserver's begins after its
+  // wait for a fresh cache: a proof that takes longer does not end the watch.
+  s.at(12_000);
+  s.clock.tick();
+  assert.equal(res.ended, false);
+  // The apiserver is at 15; its bookmark brings the store to 20, and the proof holds.
+  s.store.bookmark(20);
+  s.settle(15, true);
+  await turn();
+  assert.deepEqual(delivered(res).slice(4), ['BOOKMARK @20 end']);
+  assert.deepEqual(s.results, ['verified']);
+  // Then an ordinary watch: events, and plain bookmarks.
+  s.store.apply('DELETED', obj('b', 21));
+  watcher.bookmark();
+  assert.deepEqual(delivered(res).slice(5), ['DELETED b@21', 'BOOKMARK @21']);
+  s.at(21_998);
+  s.clock.tick();
+  assert.equal(res.ended, false);
+  s.at(22_000);
+  s.clock.tick();
+  assert.equal(await watcher.done, 200);
+  assert.ok(res.ended);
+});
+
+test('a consistent watch-list whose proof does not come ends with the apiserver\'s 504 after its initial events', { timeout: 10_000 }, async () => {
+  const s = setup();
+  const res = new FakeResponse();
+  const watcher = await start(s, res);
+  s.settle(15, 'consistency-unproven');
+  assert.equal(await watcher.done, 200);
+  assert.deepEqual(delivered(res), ['ADDED a@10', 'ADDED b@11', 'ERROR 504 Timeout']);
+  const error = JSON.parse(res.lines.at(-1)!) as WatchLine;
+  assert.equal(error.object.message, 'Too large resource version: 15, current: 12');
+  assert.deepEqual(error.object.details?.causes?.map((c) => c.reason), ['ResourceVersionTooLarge']);
+  assert.ok(res.ended);
+  assert.deepEqual(s.results, ['failed']);
+});
