@@ -127,6 +127,15 @@ export class ConsistencyProof {
    */
   async prove(arrivedAt: bigint, timeoutMs: number, onRevision?: (resourceVersion: number) => void): Promise<true | Unproven> {
     const deadline = performance.now() + timeoutMs;
+    // The bookmark probe begins with the LIST, not after it: its bookmark comes at the apiserver's
+    // next bookmark tick a second or more later, long after the LIST (~5 ms) has made the
+    // apiserver's cache reach the revision, so it carries that revision or a later one; if not,
+    // catching up probes again. A LIST slowed by a crowd (a DaemonSet's agents restarting, whose
+    // initial events the serving thread is writing) no longer delays the probe: in
+    // bench:massrestart the first LIST took 0.6 s, and every agent's sync waited for it.
+    // A store that turns out to be there already costs one probe watch, shared by every reader
+    // until its bookmark: proofs are for watch-list starts and large LISTs, not every read.
+    if (this.#bookmarks.canProbe) void this.#bookmarks.bookmarkSoon();
     let rv: number;
     try {
       rv = await this.current(arrivedAt);
