@@ -103,7 +103,6 @@ export class CacheWatcher implements WatchFilter, Sleeper {
   #nextBookmark = NONE;
   #deadlineBookmark = NONE;
   readonly #timeoutMs: number;
-  readonly #takesBookmarks: boolean;
   wakeAt = 0;
   slot = -1;
 
@@ -118,22 +117,21 @@ export class CacheWatcher implements WatchFilter, Sleeper {
     this.#sentRV = filter.resourceVersion;
     this.#done = new Promise((resolve) => (this.#finish = resolve));
     this.#timeoutMs = Math.round(timing.timeoutMs);
-    this.#takesBookmarks = timing.bookmarks;
-    this.#startClock();
+    this.#startClock(timing.bookmarks);
     watcherOf.set(res, this);
     res.on('close', closeWatcher);
   }
 
   get takesBookmarks(): boolean {
-    return this.#takesBookmarks;
+    return this.#nextBookmark !== NONE;
   }
 
-  /** The deadline and the bookmark times, counted from now. */
-  #startClock(): void {
+  /** The deadline and, with `bookmarks`, the bookmark times, counted from now. */
+  #startClock(bookmarks: boolean): void {
     const now = this.#r.watchers.clock.now();
     this.#deadline = now + this.#timeoutMs;
-    this.#nextBookmark = this.#takesBookmarks ? now + BOOKMARK_EVERY_MS : NONE;
-    this.#deadlineBookmark = this.#takesBookmarks && this.#timeoutMs > BOOKMARK_BEFORE_DEADLINE_MS ? this.#deadline - BOOKMARK_BEFORE_DEADLINE_MS : NONE;
+    this.#nextBookmark = bookmarks ? now + BOOKMARK_EVERY_MS : NONE;
+    this.#deadlineBookmark = bookmarks && this.#timeoutMs > BOOKMARK_BEFORE_DEADLINE_MS ? this.#deadline - BOOKMARK_BEFORE_DEADLINE_MS : NONE;
   }
 
   /** Settles when the watch has ended, with the status its response was given. */
@@ -201,7 +199,7 @@ export class CacheWatcher implements WatchFilter, Sleeper {
     if (this.#closed || !this.#initialEventsOpen) return 0;
     this.#initialEventsOpen = false;
     const length = this.#send(this.#encoding.initialEventsEnd(this.#r.info, Math.max(this.#sentRV, this.#r.store.resourceVersion)));
-    this.#startClock();
+    this.#startClock(this.takesBookmarks);
     this.#schedule();
     return length;
   }
