@@ -15,6 +15,7 @@ import { TimeoutResponse } from '../../src/http/timeoutwriter.ts';
 import { parseLabelSelector } from '../../src/selectors/labels.ts';
 import { parseFieldSelector } from '../../src/selectors/fields.ts';
 import type { CachedResource } from '../../src/cache/cache.ts';
+import { RecordedResponse } from '../support/recordedresponse.ts';
 
 function obj(name: string, rv: number, bytes = 16): CachedObject {
   return { key: objectKey('n', name), namespace: 'n', name, resourceVersion: rv, labels: {}, fields: {}, item: Buffer.from(`{"metadata":{"name":"${name}","resourceVersion":"${rv}"},"pad":"${'x'.repeat(bytes)}"}`), typed: true };
@@ -40,36 +41,13 @@ test('an event that left the window is garbage at once, not kept until the array
   assert.deepEqual(w.since(100)!.map((e) => e.resourceVersion), [101]);
 });
 
-class FakeResponse extends EventEmitter {
-  readonly lines: string[] = [];
-  ended = false;
-  destroyed = false;
-  headersSent = true;
-  writableFinished = false;
-  statusCode = 200;
-  writeHead(): this {
-    return this;
-  }
-  write(chunk: Buffer | string): boolean {
-    this.lines.push(...chunk.toString().split('\n').filter((l) => l !== ''));
-    return true;
-  }
-  end(): this {
-    this.ended = true;
-    return this;
-  }
-  destroy(): this {
-    this.destroyed = true;
-    return this;
-  }
-}
 
 function resource(store: Store): CachedResource {
   const info = { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true, prefix: '/api/v1' };
   return { name: 'configmaps', info, store, watchers: new WatcherRegistry(store, new WatchClock(() => 0)) } as unknown as CachedResource;
 }
 
-const delivered = (res: FakeResponse): string[] =>
+const delivered = (res: RecordedResponse): string[] =>
   res.lines.map((l) => {
     const e = JSON.parse(l) as { type: string; object: { metadata: { name?: string; resourceVersion: string } } };
     return `${e.type} ${e.object.metadata.name ?? ''}@${e.object.metadata.resourceVersion}`;
@@ -81,10 +59,10 @@ test('a relist sends its differences in resourceVersion order, then a bookmark; 
   store.replace([obj('a', 10), obj('b', 11), obj('c', 12)], 12);
   const r = resource(store);
   const all = { namespace: '', labels: parseLabelSelector(''), fields: parseFieldSelector(''), resourceVersion: 12 };
-  const withBookmarks = new FakeResponse();
+  const withBookmarks = new RecordedResponse();
   const w = new CacheWatcher(r, all, withBookmarks, { timeoutMs: 600_000, bookmarks: true });
   w.start();
-  const without = new FakeResponse();
+  const without = new RecordedResponse();
   const v = new CacheWatcher(r, all, without, { timeoutMs: 600_000, bookmarks: false });
   v.start();
 

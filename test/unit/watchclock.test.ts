@@ -1,6 +1,5 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { EventEmitter } from 'node:events';
 import { WatchClock, type Sleeper } from '../../src/watch/clock.ts';
 import { CacheWatcher } from '../../src/watch/watcher.ts';
 import { WatcherRegistry } from '../../src/watch/registry.ts';
@@ -9,6 +8,7 @@ import { objectKey, type CachedObject } from '../../src/store/object.ts';
 import { parseLabelSelector } from '../../src/selectors/labels.ts';
 import { parseFieldSelector } from '../../src/selectors/fields.ts';
 import type { CachedResource } from '../../src/cache/cache.ts';
+import { RecordedResponse } from '../support/recordedresponse.ts';
 
 class At implements Sleeper {
   slot = -1;
@@ -106,29 +106,6 @@ function pod(name: string, rv: number, node: string): CachedObject {
   return { key: objectKey('n', name), namespace: 'n', name, resourceVersion: rv, labels: {}, fields: { 'spec.nodeName': node }, item: Buffer.from(`{"metadata":{"name":"${name}"}}`), typed: true };
 }
 
-class FakeResponse extends EventEmitter {
-  readonly lines: string[] = [];
-  ended = false;
-  destroyed = false;
-  headersSent = true;
-  writableFinished = false;
-  statusCode = 200;
-  writeHead(): this {
-    return this;
-  }
-  write(chunk: Buffer | string): boolean {
-    this.lines.push(...chunk.toString().split('\n').filter((l) => l !== ''));
-    return true;
-  }
-  end(): this {
-    this.ended = true;
-    return this;
-  }
-  destroy(): this {
-    this.destroyed = true;
-    return this;
-  }
-}
 
 function resource(clock: WatchClock): CachedResource {
   const store = new Store({ fieldIndexes: ['spec.nodeName'] });
@@ -138,13 +115,13 @@ function resource(clock: WatchClock): CachedResource {
   return { name: 'pods', info, store, watchers: new WatcherRegistry(store, clock) } as unknown as CachedResource;
 }
 
-const types = (res: FakeResponse): string[] => res.lines.map((l) => (JSON.parse(l) as { type: string }).type);
+const types = (res: RecordedResponse): string[] => res.lines.map((l) => (JSON.parse(l) as { type: string }).type);
 
 test('a watcher bookmarks every minute and 2 s before its deadline, then ends at the deadline', async () => {
   let now = 1_000;
   const clock = new WatchClock(() => now);
   const r = resource(clock);
-  const res = new FakeResponse();
+  const res = new RecordedResponse();
   const filter = { namespace: '', labels: parseLabelSelector(''), fields: parseFieldSelector('spec.nodeName=node-1'), resourceVersion: 5 };
   const w = new CacheWatcher(r, filter, res, { timeoutMs: 150_000, bookmarks: true });
   w.start();
@@ -181,10 +158,10 @@ test('a watcher without bookmarks only ends; one whose client leaves stops at on
   const r = resource(clock);
   const all = { namespace: '', labels: parseLabelSelector(''), fields: parseFieldSelector(''), resourceVersion: 5 };
 
-  const quiet = new FakeResponse();
+  const quiet = new RecordedResponse();
   const q = new CacheWatcher(r, all, quiet, { timeoutMs: 120_000, bookmarks: false });
   q.start();
-  const gone = new FakeResponse();
+  const gone = new RecordedResponse();
   const g = new CacheWatcher(r, all, gone, { timeoutMs: 120_000, bookmarks: true });
   g.start();
   assert.deepEqual([r.watchers.size, clock.size], [2, 2]);

@@ -2,7 +2,6 @@
 // the proof that the cache is as new as the apiserver, and only its end bookmark waits for it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { EventEmitter } from 'node:events';
 import { Store } from '../../src/store/store.ts';
 import { objectKey, type CachedObject } from '../../src/store/object.ts';
 import { WatcherRegistry } from '../../src/watch/registry.ts';
@@ -14,43 +13,19 @@ import type { CacheWatcher } from '../../src/watch/watcher.ts';
 import type { CachedResource } from '../../src/cache/cache.ts';
 import type { WatchPlan } from '../../src/serve/decide.ts';
 import type { Unproven } from '../../src/cache/consistency.ts';
+import { RecordedResponse } from '../support/recordedresponse.ts';
 
 function obj(name: string, rv: number): CachedObject {
   return { key: objectKey('n', name), namespace: 'n', name, resourceVersion: rv, labels: {}, fields: {}, item: Buffer.from(`{"metadata":{"name":"${name}","resourceVersion":"${rv}"}}`), typed: true };
 }
 
-class FakeResponse extends EventEmitter {
-  readonly lines: string[] = [];
-  ended = false;
-  destroyed = false;
-  headersSent = false;
-  writableFinished = false;
-  statusCode = 0;
-  writeHead(code: number): this {
-    this.statusCode = code;
-    this.headersSent = true;
-    return this;
-  }
-  write(chunk: Buffer | string): boolean {
-    this.lines.push(...chunk.toString().split('\n').filter((l) => l !== ''));
-    return true;
-  }
-  end(): this {
-    this.ended = true;
-    return this;
-  }
-  destroy(): this {
-    this.destroyed = true;
-    return this;
-  }
-}
 
 interface WatchLine {
   type: string;
   object: { metadata?: { name?: string; resourceVersion?: string; annotations?: Record<string, string> }; code?: number; reason?: string; message?: string; details?: { causes?: Array<{ reason: string }> } };
 }
 
-const delivered = (res: FakeResponse): string[] =>
+const delivered = (res: RecordedResponse): string[] =>
   res.lines.map((l) => {
     const e = JSON.parse(l) as WatchLine;
     if (e.type === 'ERROR') return `ERROR ${e.object.code} ${e.object.reason}`;
@@ -91,7 +66,7 @@ const plan: WatchPlan = {
   representation: { as: 'object', media: 'json' },
 };
 
-async function start(s: ReturnType<typeof setup>, res: FakeResponse): Promise<CacheWatcher> {
+async function start(s: ReturnType<typeof setup>, res: RecordedResponse): Promise<CacheWatcher> {
   const observer = { consistentRead: (_r: string, result: string) => void s.results.push(result), consistentBytes: () => undefined };
   const served = await serveWatch(s.r, plan, res, process.hrtime.bigint(), observer);
   assert.ok(!('forward' in served), 'forwarded');
@@ -104,7 +79,7 @@ const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
 // only after the answer began. The timeout turns that into a failure rather than a hang.
 test('a consistent watch-list sends its initial events at once, and its end bookmark once the store is proven as new as the apiserver', { timeout: 10_000 }, async () => {
   const s = setup();
-  const res = new FakeResponse();
+  const res = new RecordedResponse();
   const watcher = await start(s, res);
   // The proof is under way: the state as the store holds it has gone out, with no bookmark.
   assert.equal(res.statusCode, 200);
@@ -141,7 +116,7 @@ test('a consistent watch-list sends its initial events at once, and its end book
 
 test('a consistent watch-list whose proof does not come ends with the apiserver\'s 504 after its initial events', { timeout: 10_000 }, async () => {
   const s = setup();
-  const res = new FakeResponse();
+  const res = new RecordedResponse();
   const watcher = await start(s, res);
   s.settle(15, 'consistency-unproven');
   assert.equal(await watcher.done, 200);
