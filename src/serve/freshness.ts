@@ -32,6 +32,7 @@ export interface ConsistentReadObserver {
 export type Stale = Extract<ForwardReason, 'consistency-probe-failed' | 'consistency-unproven' | 'resource-version-ahead'>;
 
 /** Fresh enough: with, for a read without resourceVersion, how that was established. */
+/** Not fresh: why, and for a consistent read the revision it had to reach, once learned. */
 export type Proof = { fresh: true; consistency?: 'verified' | 'cache' } | { fresh: false; stale: Stale; wanted?: number };
 
 /**
@@ -50,10 +51,10 @@ export function prove(
   answerStarted = false,
 ): Maybe<Proof> {
   const store = r.store;
-  const unprovenAs = answerStarted ? 'failed' : 'forwarded';
   switch (freshness.mode) {
     case 'consistent': {
       const started = process.hrtime.bigint();
+      const unprovenAs = answerStarted ? 'failed' : 'forwarded';
       let wanted: number | undefined;
       return r.consistency
         .prove(arrivedAt, PROOF_WAIT_MS, (rv) => (wanted = rv))
@@ -70,9 +71,7 @@ export function prove(
       // resourceVersion exists once the store has passed it. Not there in the apiserver's own
       // time: it answers (or gives its own 504) rather than Levee.
       if (store.resourceVersion >= freshness.resourceVersion) return { fresh: true };
-      return r.consistency
-        .reach(freshness.resourceVersion, FRESHNESS_WAIT_MS)
-        .then((reached) => (reached ? { fresh: true } : { fresh: false, stale: 'resource-version-ahead', wanted: freshness.resourceVersion }));
+      return r.consistency.reach(freshness.resourceVersion, FRESHNESS_WAIT_MS).then((reached) => (reached ? { fresh: true } : { fresh: false, stale: 'resource-version-ahead' }));
     case 'any':
       if (!consistentRead) return { fresh: true };
       // The `cache` policy: a read without resourceVersion answered from the cache as it is.

@@ -198,7 +198,7 @@ export class CacheWatcher implements WatchFilter, Sleeper {
   endInitialEvents(): number {
     if (this.#closed || !this.#initialEventsOpen) return 0;
     this.#initialEventsOpen = false;
-    const length = this.#send(this.#encoding.initialEventsEnd(this.#r.info, Math.max(this.#sentRV, this.#r.store.resourceVersion)));
+    const length = this.#send(this.#encoding.initialEventsEnd(this.#r.info, this.#bookmarkRV()));
     this.#startClock(this.takesBookmarks);
     this.#schedule();
     return length;
@@ -207,8 +207,12 @@ export class CacheWatcher implements WatchFilter, Sleeper {
   /** A BOOKMARK at the store's resourceVersion: every event up to it has been queued already. */
   bookmark(): void {
     if (this.#closed || this.#initialEventsOpen) return;
-    const rv = Math.max(this.#sentRV, this.#r.store.resourceVersion);
-    this.#send(this.#encoding.bookmark(this.#r.info, rv));
+    this.#send(this.#encoding.bookmark(this.#r.info, this.#bookmarkRV()));
+  }
+
+  /** Where a bookmark says the client is: the store's resourceVersion, every event up to it queued. */
+  #bookmarkRV(): number {
+    return Math.max(this.#sentRV, this.#r.store.resourceVersion);
   }
 
   bookmarkIfAllowed(): void {
