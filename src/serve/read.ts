@@ -5,7 +5,6 @@ import type { CachedResource } from '../cache/cache.ts';
 import { listLive, scan, type ListQuery, type ListResult } from '../store/query.ts';
 import { objectBytes, objectKey, type CachedObject } from '../store/object.ts';
 import { apiVersionOf } from '../api/resource.ts';
-import type { Snapshot } from '../store/store.ts';
 import { encodeContinue } from './continuetoken.ts';
 import type { ReadPlan } from './decide.ts';
 import { CONSISTENCY_HEADER, prove, type ConsistentReadObserver, type Stale } from './freshness.ts';
@@ -53,12 +52,11 @@ export function serveRead(
 async function serveList(r: CachedResource, plan: ReadPlan, res: DownstreamResponse, responseHeaders: Record<string, string>): Promise<ServeResult> {
   const store = r.store;
 
-  let snapshot: Snapshot | undefined;
   let result: ListResult;
   let listRV: number;
   const query: ListQuery = { namespace: plan.namespace, labels: plan.labels, fields: plan.fields, limit: plan.limit };
   if (plan.freshness.mode === 'exact') {
-    snapshot = store.snapshotAt(plan.freshness.resourceVersion);
+    const snapshot = store.snapshotAt(plan.freshness.resourceVersion);
     if (!snapshot) return { forward: 'snapshot-expired' };
     if (plan.continueToken) {
       // The token's start is relative to the list's prefix: the namespace when listing one.
@@ -67,8 +65,8 @@ async function serveList(r: CachedResource, plan: ReadPlan, res: DownstreamRespo
     result = scan(snapshot.tree, query);
     listRV = plan.freshness.resourceVersion;
   } else {
-    // A paged answer must be continuable from exactly this state.
-    if (plan.limit > 0) snapshot = store.current();
+    // A paged answer must be continuable from exactly this state: kept as a snapshot.
+    if (plan.limit > 0) store.current();
     listRV = store.resourceVersion;
     result = listLive(store, query);
   }
@@ -76,7 +74,9 @@ async function serveList(r: CachedResource, plan: ReadPlan, res: DownstreamRespo
   let cont: string | undefined;
   if (result.lastKey !== undefined) {
     const relative = plan.namespace === '' ? result.lastKey : result.lastKey.slice(plan.namespace.length + 1);
-    cont = encodeContinue(snapshot?.resourceVersion ?? listRV, relative);
+    // The list's resourceVersion, as the apiserver's token carries it: a continue at N is read
+    // from the newest snapshot not newer than N, which may be older when a bookmark moved the store.
+    cont = encodeContinue(listRV, relative);
   }
   const rep = plan.representation;
   if (rep.as !== 'object') {
