@@ -13,7 +13,8 @@
 //  - a watch-list with a selector matching nothing ends with a bookmark within 6 ms, but it
 //    proves only the apiserver: the data is on another stream, which may still be in flight.
 // So: the LIST, then (unless the store is already there) a bookmark probe (Reflector.bookmarkSoon).
-// One LIST serves every reader that arrived before it began, and one probe every reader waiting.
+// One LIST serves every reader that arrived before it began, and a probe's bookmark every reader
+// waiting; while readers keep coming, a probe begins every second (src/reflector/probes.ts).
 // LISTs begin at least MIN_LIST_SPACING_MS apart: a crowd (a DaemonSet's agents restarting at
 // once) otherwise keeps them running back to back, each a quorum read for the apiserver and a
 // request for Levee, while its readers then mostly wait far longer for the bookmark (a mean of
@@ -34,8 +35,8 @@ export interface BookmarkSource {
 /** Why no proof: the revision could not be learned, or the store did not reach it in time. */
 export type Unproven = 'consistency-probe-failed' | 'consistency-unproven';
 
-// A probe that ends without the proof (its bookmark was older than the revision, or it failed) is
-// followed by another, this many in all; after them the store can still catch up by itself.
+// A probe that settles without the proof (its bookmark was older than the revision, or it failed)
+// is followed by the next, this many in all; after them the store can still catch up by itself.
 const MAX_PROBES = 3;
 
 /** The least time between the starts of two LISTs; what a reader may wait beyond the LIST itself. */
@@ -133,8 +134,8 @@ export class ConsistencyProof {
     // catching up probes again. A LIST slowed by a crowd (a DaemonSet's agents restarting, whose
     // initial events the serving thread is writing) no longer delays the probe: in
     // bench:massrestart the first LIST took 0.6 s, and every agent's sync waited for it.
-    // A store that turns out to be there already costs one probe watch, shared by every reader
-    // until its bookmark: proofs are for watch-list starts and large LISTs, not every read.
+    // A store that turns out to be there already costs at most a probe watch a second, shared by
+    // every reader: proofs are for watch-list starts and large LISTs, not every read.
     if (this.#bookmarks.canProbe) void this.#bookmarks.bookmarkSoon();
     let rv: number;
     try {

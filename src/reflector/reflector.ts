@@ -19,6 +19,7 @@ import { WatchFramer } from './watchframe.ts';
 import type { CachedObject } from '../store/object.ts';
 import { parseResourceVersion } from '../store/object.ts';
 import { rates, reportProgress } from './progress.ts';
+import { BookmarkProbes, PROBE_SPACING_MS } from './probes.ts';
 
 export interface UpstreamSelector {
   labelSelector?: string | undefined;
@@ -75,8 +76,10 @@ export class Reflector {
   readonly #log: Logger;
   #running: Promise<void> | undefined;
   #needList = true;
-  /** The bookmark probe under way, if any (bookmarkSoon). */
-  #probing: Promise<void> | undefined;
+  /** When bookmark probes begin (bookmarkSoon). */
+  readonly #probes: BookmarkProbes;
+  /** When the store last took an event (performance.now()): a busy store needs no speculative probe. */
+  #lastEventAt = -Infinity;
   // Set once the upstream has shown it does not do watch-list for this resource; every later
   // relist is a paged LIST.
   #watchListUnsupported = false;
@@ -85,6 +88,14 @@ export class Reflector {
     this.#o = opts;
     this.#decode = decoder(opts.info, opts.transform, opts.sharedBytes);
     this.#log = opts.logger.child({ resource: `${opts.info.resource}${opts.info.group ? `.${opts.info.group}` : ''}` });
+    this.#probes = new BookmarkProbes({
+      open: () =>
+        this.#probe().catch((err: unknown) => {
+          this.#log.debug({ err: err instanceof Error ? err.message : String(err) }, 'bookmark probe failed');
+        }),
+      canProbe: () => this.canProbe,
+      busy: () => performance.now() - this.#lastEventAt < PROBE_SPACING_MS,
+    });
   }
 
   /** False once the upstream showed it has no watch-list for this resource. */
@@ -104,23 +115,15 @@ export class Reflector {
   /**
    * Gets a bookmark to the store soon, whatever the resource is doing: a watch resumed from the
    * store's resourceVersion with a deadline 3 s away, to which the apiserver sends a bookmark 2 s
-   * before that deadline, at its next bookmark tick (0–2 s; measured in bench/freshness.ts). The
-   * bookmark carries the apiserver's cache revision, and the watch's events, applied as they come,
-   * make the store hold every event up to it. One probe at a time serves every caller; it settles
-   * once its bookmark arrived (or the watch ended without one, or failed: the caller decides what
-   * then). A store still listing has nothing to resume from and settles at once.
+   * before that deadline, at a bookmark tick (when probes begin: probes.ts). The bookmark carries
+   * the apiserver's cache revision, and the watch's events, applied as they come, make the store
+   * hold every event up to it. Settles when the next probe does (its bookmark arrived, or it ended
+   * without one, or failed: the caller decides what then). A store still listing has nothing to
+   * resume from and settles at once.
    */
   bookmarkSoon(): Promise<void> {
     if (!this.canProbe) return Promise.resolve();
-    if (!this.#probing) {
-      const probing: Promise<void> = this.#probe()
-        .catch((err: unknown) => this.#log.debug({ err: err instanceof Error ? err.message : String(err) }, 'bookmark probe failed'))
-        .finally(() => {
-          if (this.#probing === probing) this.#probing = undefined;
-        });
-      this.#probing = probing;
-    }
-    return this.#probing;
+    return this.#probes.soon();
   }
 
   async #probe(): Promise<void> {
@@ -168,6 +171,7 @@ export class Reflector {
   }
 
   async stop(): Promise<void> {
+    this.#probes.stop();
     this.#abort.abort();
     await this.#running;
   }
@@ -467,6 +471,7 @@ export class Reflector {
         // store's resourceVersion): each is complete and ordered from where it began, so an event
         // at or below the store's resourceVersion is already in the store.
         if (o.resourceVersion <= this.#o.store.resourceVersion) return;
+        this.#lastEventAt = performance.now();
         this.#o.store.apply(type, o);
         return;
       }
