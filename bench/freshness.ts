@@ -108,7 +108,7 @@ let storeRV = start;
 // list+watches: a watch resumed every second from the newest revision they brought, each with the
 // probe's deadline, through every trial; each bookmark is noted as it arrives.
 const standing: { at: number; rv: number }[] = [];
-let standingWaiters: (() => void)[] = [];
+const standingWaiters: (() => void)[] = [];
 let standingRV = start;
 let standingOn = true;
 const standingLoop = (async () => {
