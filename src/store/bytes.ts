@@ -54,10 +54,14 @@ export function joinInto(alloc: (size: number) => Buffer, parts: readonly Uint8A
   const out = alloc(total);
   let at = 0;
   for (const p of parts) {
-    // fill() with an empty value would fill with zeros; an empty part has nothing to copy.
-    if (p.length === 0) continue;
-    out.fill(p, at, at + p.length);
-    at += p.length;
+    const n = p.length;
+    // A separator (a LIST's comma) is stored, not copied: half a LIST's parts are one byte, and
+    // each fill() is a call into Node that costs more than its byte (about 0.25 µs, a perf profile
+    // of LIST by node). fill() with an empty value would fill with zeros; an empty part has
+    // nothing to copy.
+    if (n === 1) out[at] = p[0]!;
+    else if (n > 1) out.fill(p, at, at + n);
+    at += n;
   }
   return out;
 }

@@ -22,3 +22,9 @@ test('joinBytes with the total given, and with nothing to join', () => {
   assert.equal(joinBytes([]).length, 0);
   assert.equal(joinBytes([Buffer.alloc(0)]).length, 0);
 });
+
+test('joinBytes with parts of one byte, shared and ordinary, first, between and last', () => {
+  const parts = [Buffer.from('['), sharedCopy(Buffer.from('1')), Buffer.from(','), sharedCopy(Buffer.from('22')), sharedCopy(Buffer.from(',')), Buffer.from('3'), Buffer.from(']')];
+  assert.equal(joinBytes(parts).toString(), '[1,22,3]');
+  assert.equal(joinBytes(parts.slice(1, 2)).toString(), '1');
+});
