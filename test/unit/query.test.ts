@@ -40,3 +40,16 @@ test('a parameter is found by name whether written out or escaped, and absent ot
   assert.equal(goQueryFirst('time+out=1s&limit=1', 'timeout'), undefined);
   assert.equal(goQueryFirst('time+out=1s', 'time out')?.toString(), '1s');
 });
+
+test('a parameter looked up by name is what reading every pair finds, whatever the query holds', () => {
+  // The lookup skips reading the query when no name can be the one asked for; it must never skip one that is.
+  const chars = fc.constantFrom(...'timeout=&&==;+ %'.split(''), '%74', '%2', 'timeout', 'timeout=', '%3D', 'a=b');
+  const viaPairs = (raw: string, key: string) => goQueryPairs(raw).find(([k]) => k.toString('latin1') === key)?.[1];
+  fc.assert(
+    fc.property(fc.array(chars, { maxLength: 12 }), fc.constantFrom('timeout', 'time out', 'a'), (parts, key) => {
+      const raw = parts.join('');
+      assert.deepEqual(goQueryFirst(raw, key), viaPairs(raw, key));
+    }),
+    { numRuns: 5000 },
+  );
+});
