@@ -92,21 +92,11 @@ async function serveList(r: CachedResource, plan: ReadPlan, res: DownstreamRespo
   }
   const [headBytes, tailBytes] = envelope(r, String(listRV), cont, result.remaining);
   // The length is known before the first byte: a Content-Length spares HTTP/1.1 chunk framing.
-  const length = headBytes.length + tailBytes.length + Math.max(0, result.items.length - 1) + itemsLength(result.items);
+  let length = headBytes.length + tailBytes.length + Math.max(0, result.items.length - 1);
+  for (const o of result.items) length += o.item.length;
   res.writeHead(200, { ...responseHeaders, 'content-length': String(length) });
   await writeItems(res, headBytes, result.items, tailBytes);
   return { code: 200, bytes: length };
-}
-
-/**
- * The items' bytes, summed in a function of its own: V8 optimizes a small hot loop fully, where
- * inside serveList (large, async) the loop stayed at the middle tier and called a builtin for each
- * `length` (10 µs per LIST of one node's 50 pods, a perf profile).
- */
-function itemsLength(items: readonly CachedObject[]): number {
-  let length = 0;
-  for (let i = 0; i < items.length; i++) length += items[i]!.item.length;
-  return length;
 }
 
 /**
