@@ -11,6 +11,7 @@ import type { CachedObject } from '../store/object.ts';
 import { Store } from '../store/store.ts';
 import type { UpstreamPools } from '../upstream/pools.ts';
 import { cachedResource, fieldIndexesFor, resolveSelection, type ConsistentReadPolicy, type ResourceOptions } from './cache.ts';
+import { StringTable } from './strings.ts';
 import type { CacheStatus, FeedMessage, FeedRequest } from './feed.ts';
 import type { CachedResource, CacheView, ReflectorView } from './view.ts';
 
@@ -29,6 +30,7 @@ export class ReplicaCache implements CacheView {
   readonly #byId = new Map<number, Replicated>();
   readonly #byGroupResource = new Map<string, CachedResource>();
   readonly #bookmarks = new Map<number, () => void>();
+  readonly #strings = new StringTable();
   #nextRequest = 1;
   #status: CacheStatus = { ready: false, waiting: [], unsynced: ['cache: not received from the owning thread yet'], noWatchList: [] };
   #ready = false;
@@ -77,10 +79,10 @@ export class ReplicaCache implements CacheView {
         return;
       }
       case 'replace':
-        this.#byId.get(m.id)?.resource.store.replace(m.objects.map(revive), m.resourceVersion);
+        this.#byId.get(m.id)?.resource.store.replace(m.objects.map((o) => revive(o, this.#strings)), m.resourceVersion);
         return;
       case 'event':
-        this.#byId.get(m.id)?.resource.store.apply(m.type, revive(m.object));
+        this.#byId.get(m.id)?.resource.store.apply(m.type, revive(m.object, this.#strings));
         return;
       case 'progress':
         this.#byId.get(m.id)?.resource.store.bookmark(m.resourceVersion);
@@ -191,9 +193,20 @@ class ReplicaReflector implements ReflectorView {
   }
 }
 
-/** An object as the owner's store holds it; its bytes arrive as a view of the same shared memory. */
-function revive(o: CachedObject): CachedObject {
+/**
+ * An object as the owner's store holds it; its bytes arrive as a view of the same shared memory,
+ * its repeated strings as this replica's one copy of each (strings.ts).
+ */
+export function revive(o: CachedObject, strings: StringTable): CachedObject {
   const item = o.item as Uint8Array;
   o.item = Buffer.from(item.buffer, item.byteOffset, item.byteLength);
+  o.namespace = strings.intern(o.namespace);
+  const labels = o.labels as Record<string, string>;
+  for (const k in labels) labels[k] = strings.intern(labels[k]!);
+  const fields = o.fields as Record<string, string>;
+  for (const k in fields) {
+    // The object's own name and namespace, rather than copies of them.
+    fields[k] = k === 'metadata.name' && fields[k] === o.name ? o.name : k === 'metadata.namespace' && fields[k] === o.namespace ? o.namespace : strings.intern(fields[k]!);
+  }
   return o;
 }
