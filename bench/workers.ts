@@ -9,7 +9,7 @@
 // second), in alternating order. The load generator is testenv/cmd/load (Go, HTTP/1.1, -c
 // connections; its CPU per request is reported). Reported: medians of requests per second, the
 // ratio N cores : 1 core (goal ≥ 0.8·N), Levee's CPU per request from /proc, and both Levees' RSS
-// after sync and at rest (goal: N threads ≤ 1.2× one).
+// after sync, idle 15 s after it, and at rest after the load (goal: N threads ≤ 1.2× one).
 //
 // The ceiling, in the same rounds: a bare TLS server replaying Levee's own answers
 // (bench/lib/replay.ts), with one thread on one core and N threads on N cores, under the same
@@ -78,6 +78,11 @@ const stopAll = async (): Promise<void> => {
 await Promise.all([waitReady(one, agent, 300_000), waitReady(many, agent, 300_000)]);
 const synced = { one: one.rss(), many: many.rss() };
 log(`ready; RSS after sync: 1 thread ${mb(synced.one)}, ${N} threads ${mb(synced.many)}`);
+// Once idle after the sync: the sync's garbage given back by each thread's idle heap trim
+// (heaptrim.ts: a check every 5 s, a trim after a whole quiet check), before any load.
+await new Promise((r) => setTimeout(r, 15_000));
+const settled = { one: one.rss(), many: many.rss() };
+log(`RSS 15 s after sync: 1 thread ${mb(settled.one)}, ${N} threads ${mb(settled.many)}`);
 
 /** What the load is sent to: a Levee or a replay server. */
 interface Target {
@@ -238,6 +243,7 @@ for (const s of scenarios) {
 lines.push(
   '',
   `RSS after sync: 1 thread ${mb(synced.one)}, ${N} threads ${mb(synced.many)} (${(synced.many / synced.one).toFixed(2)}×)`,
+  `RSS 15 s after sync, idle: 1 thread ${mb(settled.one)}, ${N} threads ${mb(settled.many)} (${(settled.many / settled.one).toFixed(2)}×; goal ≤ 1.2×)`,
   `RSS at rest after the rounds: 1 thread ${mb(rest.one)}, ${N} threads ${mb(rest.many)} (${(rest.many / rest.one).toFixed(2)}×; goal ≤ 1.2×)`,
 );
 process.stdout.write(`${lines.join('\n')}\n`);
