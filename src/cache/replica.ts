@@ -12,6 +12,7 @@ import { Store } from '../store/store.ts';
 import type { UpstreamPools } from '../upstream/pools.ts';
 import { cachedResource, fieldIndexesFor, resolveSelection, type ConsistentReadPolicy, type ResourceOptions } from './cache.ts';
 import { StringTable } from './strings.ts';
+import { copyFromSharedMemory } from '../store/bytes.ts';
 import type { CacheStatus, FeedMessage, FeedRequest } from './feed.ts';
 import type { CachedResource, CacheView, ReflectorView } from './view.ts';
 
@@ -54,6 +55,8 @@ export class ReplicaCache implements CacheView {
   }
 
   start(): void {
+    // The objects' bytes this thread will join are the owner's shared memory.
+    copyFromSharedMemory();
     this.#port.on('message', (batch: FeedMessage[]) => {
       for (const m of batch) this.#apply(m);
     });

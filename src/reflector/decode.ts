@@ -3,7 +3,7 @@
 import { apiVersionOf, fieldsOfResource, type ResourceInfo } from '../api/resource.ts';
 import { fieldSet } from '../selectors/selectable.ts';
 import { objectKey, parseResourceVersion, toItem, typeMetaPrefix, type CachedObject } from '../store/object.ts';
-import { allocKept, joinInto, kept } from '../store/bytes.ts';
+import { allocKept, copyFromSharedMemory, joinInto, kept } from '../store/bytes.ts';
 
 interface ObjectMeta {
   metadata?: { name?: string; namespace?: string; resourceVersion?: string; labels?: Record<string, string> };
@@ -59,5 +59,6 @@ export function sharedCopy(bytes: Buffer): Buffer {
 }
 
 function sharedBytes(size: number): Buffer {
+  copyFromSharedMemory();
   return Buffer.from(new SharedArrayBuffer(size));
 }

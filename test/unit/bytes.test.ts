@@ -5,6 +5,17 @@ import assert from 'node:assert/strict';
 import { joinBytes } from '../../src/store/bytes.ts';
 import { sharedCopy } from '../../src/reflector/decode.ts';
 
+// First in this file: until a shared copy is made, this thread copies parts with set(), after it
+// with fill(); both ways are asked of the same parts.
+test('joinBytes copies ordinary parts the same way before and after this thread holds shared bytes', () => {
+  const pool = Buffer.from('xx{"metadata":{"name":"a"}}yy');
+  const parts = [Buffer.from('{"items":['), pool.subarray(2, pool.length - 2), Buffer.from(','), Buffer.alloc(0), Buffer.from('{}'), Buffer.from(']}')];
+  const want = '{"items":[{"metadata":{"name":"a"}},{}]}';
+  assert.equal(joinBytes(parts).toString(), want);
+  sharedCopy(Buffer.from('{}'));
+  assert.equal(joinBytes(parts).toString(), want);
+});
+
 test('joinBytes copies shared and ordinary parts in order into a new buffer', () => {
   const object = sharedCopy(Buffer.from('{"metadata":{"name":"a"}}'));
   const parts = [Buffer.from('{"items":['), object.subarray(1), Buffer.alloc(0), Buffer.from(','), sharedCopy(Buffer.from('{}')), Buffer.from(']}')];
