@@ -3,8 +3,7 @@
 // restart (a broken change is refused and the running configuration kept).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, writeFileSync, renameSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, writeFileSync, renameSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { Agent, request } from 'undici';
@@ -14,12 +13,13 @@ import { startLevee, type LeveeProcess } from '../support/levee.ts';
 import { send, suffix } from '../support/http.ts';
 import { createNamespace } from '../support/cluster.ts';
 import { waitFor, waitReady } from '../support/wait.ts';
+import { tempDir } from '../support/tempdir.ts';
 
 let env: TestEnv;
 let agent: Agent;
 let levee: LeveeProcess;
 const ns = `config-${suffix()}`;
-const dir = mkdtempSync(join(tmpdir(), 'levee-config-'));
+const dir = tempDir('levee-config-');
 const configFile = join(dir, 'levee.yaml');
 
 function writeConfig(text: string): void {
@@ -113,7 +113,7 @@ test('a changed file applies new rules and limits without a restart; a broken on
 
 /** A Levee of its own with `config`, for a test that needs other rules or limits. */
 async function withLevee(config: string, body: (l: LeveeProcess) => Promise<void>): Promise<void> {
-  const file = join(mkdtempSync(join(tmpdir(), 'levee-config-')), 'levee.yaml');
+  const file = join(tempDir('levee-config-'), 'levee.yaml');
   writeFileSync(file, config);
   const l = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra: ['--config', file] });
   try {

@@ -4,15 +4,13 @@
 // and identical concurrent reads sent upstream once.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { request, type Agent } from 'undici';
 import { loadEnv, type TestEnv } from '../env/testenv.ts';
 import { kubectl } from '../support/kubectl.ts';
 import { startLevee, writeKubeconfig, type LeveeProcess } from '../support/levee.ts';
 import { agentFor, send, suffix } from '../support/http.ts';
 import { createNamespace } from '../support/cluster.ts';
+import { tempDir } from '../support/tempdir.ts';
 
 let env: TestEnv;
 let agent: Agent;
@@ -146,7 +144,7 @@ test('kubectl through Levee with the discovery cache: api-resources, get, explai
   const viaLevee = writeKubeconfig(levee.url.href, env.caFile, env.tokens.admin);
   await createNamespace(env, agent, ns);
   // A fresh disk cache each time, so kubectl asks for discovery rather than reading it from disk.
-  const k = (kc: string, args: string[]) => kubectl(env.kubectl, kc, ['--cache-dir', mkdtempSync(join(tmpdir(), 'levee-disc-')), ...args]);
+  const k = (kc: string, args: string[]) => kubectl(env.kubectl, kc, ['--cache-dir', tempDir('levee-disc-'), ...args]);
   const before = await metric(levee.url.origin, /^levee_request_total\{verb="GET",group="",resource="",subresource="",source="cache",code="200"\} (\d+)/);
   for (const args of [['api-resources'], ['api-resources', '--api-group', 'apps', '-o', 'wide'], ['get', 'configmaps', '-n', ns], ['explain', 'pods.spec.containers.resources'], ['explain', 'deployments.spec.strategy', '--api-version', 'apps/v1']]) {
     const [a, b] = await Promise.all([k(viaLevee, args), k(env.kubeconfig, args)]);

@@ -5,8 +5,7 @@
 // same Status body. Revoking a role ends a running watch; no credential reaches the logs.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, mkdtempSync, copyFileSync, writeFileSync, renameSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, copyFileSync, writeFileSync, renameSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { connect, type PeerCertificate } from 'node:tls';
 import { Agent, request } from 'undici';
@@ -16,6 +15,7 @@ import { kubectl } from '../support/kubectl.ts';
 import { send, suffix } from '../support/http.ts';
 import { createNamespace, NO_SCHEDULER } from '../support/cluster.ts';
 import { persistentDifference } from '../support/wait.ts';
+import { tempDir } from '../support/tempdir.ts';
 
 const run = suffix();
 const nsA = `sec-a-${run}`;
@@ -402,7 +402,7 @@ test(`revoking a role ends a running watch served from the cache with a 403 ERRO
 }
 
 test('the serving certificate is reloaded when its files change', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'levee-certs-'));
+  const dir = tempDir('levee-certs-');
   const cert = join(dir, 'tls.crt');
   const key = join(dir, 'tls.key');
   copyFileSync(env.leveeServing.cert, cert);

@@ -6,13 +6,13 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { connect as tlsConnect } from 'node:tls';
 import { connect as netConnect, type Socket } from 'node:net';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { WebSocket, WebSocketServer } from 'ws';
 import { loadEnv, type TestEnv } from '../env/testenv.ts';
 import { startLevee, writeKubeconfig, type LeveeProcess } from '../support/levee.ts';
+import { tempDir } from '../support/tempdir.ts';
 
 let env: TestEnv;
 let upstream: Server;
@@ -118,7 +118,7 @@ test('in trust-loopback mode a credential-less upgrade travels with Levee\'s own
 });
 
 test('upgrades pass the rules and flow control: a denied exec never reaches the apiserver, a tunnel holds its seat while open', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'levee-upgrade-'));
+  const dir = tempDir('levee-upgrade-');
   // One thread: each thread has its share of the seats (README, "Workers"); this pins one's.
   writeFileSync(
     join(dir, 'levee.yaml'),

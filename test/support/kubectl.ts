@@ -1,11 +1,9 @@
 // Runs the kubectl built with the test environment.
 import { execFile } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { tempDir } from './tempdir.ts';
 
 // One discovery cache per test process, so runs never see each other's cached discovery.
-const CACHE_DIR = mkdtempSync(join(tmpdir(), 'levee-kubectl-cache-'));
+const CACHE_DIR = tempDir('levee-kubectl-cache-');
 
 export interface KubectlResult {
   code: number;

@@ -1,12 +1,12 @@
 // Starts a real Levee process for integration tests and reads what it says. A separate process,
 // not an in-process server, so tests can see its memory, its logs and its exit.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { closeSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { NODE_FLAGS } from '../../src/nodeflags.ts';
 import { pinned } from './cpus.ts';
 import { reapOnExit } from './reap.ts';
+import { tempDir } from './tempdir.ts';
 
 const CLI = resolve(import.meta.dirname, '../../src/cli.ts');
 
@@ -100,7 +100,7 @@ export async function startLevee(args: LeveeArgs): Promise<LeveeProcess> {
 
 /** A kubeconfig for a client that talks to `server` as a token user. */
 export function writeKubeconfig(server: string, caFile: string | undefined, token: string): string {
-  const dir = mkdtempSync(join(tmpdir(), 'levee-kc-'));
+  const dir = tempDir('levee-kc-');
   const path = join(dir, 'kubeconfig');
   const cluster: Record<string, unknown> = { server };
   if (caFile) cluster['certificate-authority'] = caFile;

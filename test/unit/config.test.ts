@@ -1,16 +1,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ConfigError, loadConfigFile, parseConfig } from '../../src/config/file.ts';
 import { printConfig } from '../../src/config/print.ts';
 import { parseOptions, type Options } from '../../src/config/options.ts';
+import { tempDir } from '../support/tempdir.ts';
 
 const CONFIG_DIR = resolve(import.meta.dirname, '../../config');
 
 function file(text: string): string {
-  const path = join(mkdtempSync(join(tmpdir(), 'levee-config-')), 'levee.yaml');
+  const path = join(tempDir('levee-config-'), 'levee.yaml');
   writeFileSync(path, text);
   return path;
 }

@@ -1,11 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync, mkdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseConsistentReads, parseOptions, parseResourceOptions, UsageError } from '../../src/config/options.ts';
 import { resolveUpstreamSource } from '../../src/upstream/credentials.ts';
 import { isLoopback, parseListenAddress } from '../../src/http/listener.ts';
+import { tempDir } from '../support/tempdir.ts';
 
 test('defaults run on loopback in delegate mode', () => {
   const o = parseOptions([]);
@@ -40,7 +40,7 @@ test('bad options are usage errors that name the option', () => {
 });
 
 test('upstream source order: flag, $KUBECONFIG, in-cluster, ~/.kube/config', () => {
-  const home = mkdtempSync(join(tmpdir(), 'levee-home-'));
+  const home = tempDir('levee-home-');
   const saved = process.env.HOME;
   process.env.HOME = home;
   try {
