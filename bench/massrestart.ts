@@ -58,9 +58,8 @@ if (ENCODING === 'protobuf' && !WATCH_LIST) throw new Error('--encoding protobuf
 const env = await quietEnv();
 const pinning = values.pin ? splitCpus() : undefined;
 const ca = readFileSync(env.caFile);
-// One TLS context for every agent connection: given only `ca`, each connect() would build a context
-// of its own, parsing the CA again, and the simulated agents would spend their CPU there rather
-// than on what an agent does. Each connection still makes a full handshake.
+// The connections that capture Levee's answers for the replay share one TLS context (the agents
+// have their own, bench/lib/agent.ts).
 const secureContext = createSecureContext({ ca });
 const admin = new Agent({ connect: { ca }, allowH2: false, connections: 32 });
 const token = env.tokens.admin;
@@ -174,11 +173,15 @@ async function round(target: string, origin: string, levee?: Pick<LeveeProcess, 
     rssPeak = Math.max(rssPeak, rssBytes(pids.apiserver!) ?? 0);
     if (levee) leveePeak = Math.max(leveePeak, levee.rss());
   }, 100);
+  // The agents' process starts each round with its heap collected (npm run gives --expose-gc):
+  // otherwise the round collects what the one before left, 2,000 closed connections, on the core
+  // the agents share, and each target inherits a different amount of it.
+  (globalThis as { gc?: () => void }).gc?.();
   const fleet = newFleet();
   const client0 = process.cpuUsage();
   const t0 = performance.now();
   const progress = setInterval(() => log(`${target}: ${fleet.synced}/${K} synced after ${((performance.now() - t0) / 1000).toFixed(0)} s`), 5000);
-  const results = await Promise.all(Array.from({ length: K }, (_, i) => runAgent({ origin, token: tokens[i]!, node: nodeOf(i), watchList: WATCH_LIST, secureContext, index: i, encoding: ENCODING }, t0, fleet)));
+  const results = await Promise.all(Array.from({ length: K }, (_, i) => runAgent({ origin, token: tokens[i]!, node: nodeOf(i), watchList: WATCH_LIST, index: i, encoding: ENCODING }, t0, fleet)));
   const allSynced = performance.now() - t0;
   const client = process.cpuUsage(client0);
   clearInterval(sampler);

@@ -35,7 +35,6 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { createSecureContext } from 'node:tls';
 import { Agent, request } from 'undici';
 import { loadEnv, startApiserver, stopApiserver, up, type TestEnv } from '../test/env/testenv.ts';
 import { startLevee, writeKubeconfig } from '../test/support/levee.ts';
@@ -158,7 +157,6 @@ const upSeconds = seconds(build0);
 if (!env.controlPlane) throw new Error('the environment is bare: KWOK nodes need its control plane');
 log(`up with ${env.nodes.length} nodes Ready in ${upSeconds.toFixed(0)} s`);
 const ca = readFileSync(env.caFile);
-const secureContext = createSecureContext({ ca });
 const admin = new Agent({ connect: { ca }, allowH2: false, connections: 32, headersTimeout: 120_000, bodyTimeout: 600_000 });
 const token = env.tokens.admin;
 const api = env.server;
@@ -613,7 +611,7 @@ const diff = (a: Record<string, number | null>, b: Record<string, number | null>
 async function rollout(target: string, origin: string, viaLevee: boolean, informers: Informers): Promise<Rollout> {
   const fleets: Fleet[] = Array.from({ length: N }, () => newFleet());
   const start = (i: number, t0: number): Promise<AgentResult> =>
-    runAgent({ origin, token: tokens[i]!, node: nodeName(i), watchList: informers === 'watch-list', secureContext, index: i }, t0, fleets[i]!);
+    runAgent({ origin, token: tokens[i]!, node: nodeName(i), watchList: informers === 'watch-list', index: i }, t0, fleets[i]!);
   await waitQuiet(target);
   // The DaemonSet as it runs before the update: every agent synced, its watches open.
   const s0 = performance.now();
