@@ -2,7 +2,7 @@
 // replaying bytes it was handed beforehand. Nothing is looked up, authorized or encoded: for each
 // path it answers the stored body with one write. Its latency is what TLS, the kernel and the
 // client cost with nothing behind them, so the server under test is measured against it on equal
-// terms (its own process, the same certificate, pinned to the same cores).
+// terms (its own process, the same certificate and cipher order, pinned to the same cores).
 //
 // Run as a child (bench/lib/replay.ts as the module, an IPC channel with advanced serialization):
 // messages {path, body} store an answer and are acknowledged with {stored}; {clear} forgets them.
@@ -15,6 +15,7 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { CIPHER_ORDER } from '../../src/http/cipherorder.ts';
 import { startChildServer } from './childserver.ts';
 
 interface Store {
@@ -54,7 +55,7 @@ interface ThreadData {
 
 /** One thread's server; `bodies` is what it answers from. */
 function serve(cert: string, key: string, bodies: Map<string, Buffer>) {
-  const server = createServer({ cert: readFileSync(cert), key: readFileSync(key) }, (req, res) => {
+  const server = createServer({ cert: readFileSync(cert), key: readFileSync(key), ...CIPHER_ORDER }, (req, res) => {
     const body = bodies.get(req.url ?? '');
     if (!body) {
       res.writeHead(404).end();

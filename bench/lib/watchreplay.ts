@@ -3,7 +3,8 @@
 // each stream is answered with its stored bytes in one write and then held open, as a watch is.
 // What the agents' restart costs it is what TLS, HTTP/2, the kernel and Node cost with nothing
 // behind them, so Levee is measured against it on equal terms: its own process, the same
-// certificate, the same stream limit, pinned to the same core, started with Levee's Node flags.
+// certificate and cipher order, the same stream limit, pinned to the same core, started with
+// Levee's Node flags.
 //
 // Run as a child (bench/lib/watchreplay.ts as the module, an IPC channel with advanced
 // serialization): messages {path, body} store an answer and are acknowledged with {stored}. A
@@ -11,6 +12,7 @@
 import { readFileSync } from 'node:fs';
 import { createSecureServer, constants, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import type { AddressInfo, Socket } from 'node:net';
+import { CIPHER_ORDER } from '../../src/http/cipherorder.ts';
 import { startChildServer } from './childserver.ts';
 
 export interface WatchReplayServer {
@@ -38,7 +40,7 @@ if (process.argv[1] === import.meta.filename && process.send) {
   const send = process.send.bind(process);
   const bodies = new Map<string, Buffer>();
   // Levee's limit (src/http/listener.ts), as kube-apiserver advertises it.
-  const server = createSecureServer({ cert: readFileSync(process.argv[2]!), key: readFileSync(process.argv[3]!), settings: { maxConcurrentStreams: 100 } });
+  const server = createSecureServer({ cert: readFileSync(process.argv[2]!), key: readFileSync(process.argv[3]!), ...CIPHER_ORDER, settings: { maxConcurrentStreams: 100 } });
   server.on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => {
     const body = bodies.get(replayKey(headers[constants.HTTP2_HEADER_PATH] as string));
     if (!body) {

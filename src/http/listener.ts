@@ -7,6 +7,7 @@ import type { Duplex } from 'node:stream';
 import type { DownstreamRequest, DownstreamResponse } from './downstream.ts';
 import type { Logger } from '../log/logger.ts';
 import { readCertificates, watchCertificates, type CertificateFiles } from './certificates.ts';
+import { CIPHER_ORDER } from './cipherorder.ts';
 import { servesOnCoreStream, StreamRequest, StreamResponse } from './h2stream.ts';
 
 export interface ListenerOptions {
@@ -115,6 +116,7 @@ export async function listen(opts: ListenerOptions, handlers: Handlers): Promise
   if (opts.tls) {
     const secure = createSecureServer({
       ...readCertificates(opts.tls),
+      ...CIPHER_ORDER,
       // A client certificate is asked for only with a client CA, and never required: its absence
       // or failure leaves bearer tokens to authenticate the request, as at the apiserver.
       requestCert: opts.tls.clientCAFile !== undefined,
@@ -126,7 +128,7 @@ export async function listen(opts: ListenerOptions, handlers: Handlers): Promise
     stopWatching = watchCertificates(
       opts.tls,
       (material) => {
-        secure.setSecureContext(material);
+        secure.setSecureContext({ ...material, ...CIPHER_ORDER });
         opts.logger?.info('serving certificates reloaded');
       },
       (err) => opts.logger?.warn({ err: err.message }, 'serving certificates changed but could not be loaded; keeping the old ones'),

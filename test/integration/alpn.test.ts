@@ -94,3 +94,33 @@ test('an open connection keeps no Buffer pool alive', async () => {
     for (const s of sockets) s.destroy();
   }
 });
+
+/** The cipher suite `port` negotiates with a client that offers `offer` (`ciphers`, `maxVersion`). */
+function negotiated(port: number, offer: { ciphers?: string; maxVersion?: 'TLSv1.2' }): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: '127.0.0.1', port, ca: readFileSync(env.caFile), servername: 'localhost', ALPNProtocols: ['h2'], ...offer });
+    socket.once('secureConnect', () => {
+      resolve(socket.getCipher().standardName);
+      socket.destroy();
+    });
+    socket.once('error', reject);
+  });
+}
+
+test('the cipher suite is the one kube-apiserver picks for the same client, by the server\'s order', async () => {
+  const offers = [
+    // Node's own order (AES-256 first), as @kubernetes/client-node sends it.
+    {},
+    { ciphers: 'TLS_AES_256_GCM_SHA384:TLS_AES_128_GCM_SHA256' },
+    // A client without AES instructions puts ChaCha20 first, and keeps it.
+    { ciphers: 'TLS_CHACHA20_POLY1305_SHA256:TLS_AES_256_GCM_SHA384:TLS_AES_128_GCM_SHA256' },
+    { maxVersion: 'TLSv1.2' as const },
+  ];
+  const apiserverPort = Number(new URL(env.server).port);
+  for (const offer of offers) {
+    const apiserver = await negotiated(apiserverPort, offer);
+    assert.equal(await negotiated(Number(listener.url.port), offer), apiserver, JSON.stringify(offer));
+  }
+  assert.equal(await negotiated(Number(listener.url.port), {}), 'TLS_AES_128_GCM_SHA256');
+  assert.equal(await negotiated(Number(listener.url.port), offers[2]!), 'TLS_CHACHA20_POLY1305_SHA256');
+});

@@ -435,6 +435,16 @@ test('the serving certificate is reloaded when its files change', async () => {
       },
       15_000,
     );
+    // The reloaded context keeps the server's cipher order (src/http/cipherorder.ts): Node's
+    // client puts AES-256 first, the apiserver's order (and Levee's) gives it AES-128.
+    const cipher = await new Promise<string>((ok, fail) => {
+      const s = connect({ host: '127.0.0.1', port: Number(l.url.port), ca: readFileSync(env.caFile), servername: 'localhost' }, () => {
+        ok(s.getCipher().standardName);
+        s.end();
+      });
+      s.once('error', fail);
+    });
+    assert.equal(cipher, 'TLS_AES_128_GCM_SHA256');
     // A half-written rotation (a key that does not match) keeps the working certificate.
     writeFileSync(key, readFileSync(env.leveeServing.key));
     await new Promise((r) => setTimeout(r, 5_000));
