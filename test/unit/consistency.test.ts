@@ -50,6 +50,24 @@ test('a reader that arrived before the LIST in flight began shares it', async ()
   assert.equal(l.starts.length, 1);
 });
 
+test('once the spacing has passed, the next LIST begins when the one in flight is answered, not at a later timer', async () => {
+  const l = lists();
+  const spacingMs = 10;
+  const proof = new ConsistencyProof(l.source, new Store(), noBookmarks, spacingMs);
+  const first = proof.current(process.hrtime.bigint());
+  const later = proof.current(process.hrtime.bigint());
+  await new Promise((r) => setTimeout(r, spacingMs + 5));
+  assert.equal(l.starts.length, 1);
+  // A timer set now, as the answer comes, runs in the event loop's next timers phase: a next LIST
+  // waiting for a timer of its own would not have begun by then.
+  l.answer();
+  const startsAtTimer = await new Promise<number>((r) => setTimeout(() => r(l.starts.length), 0));
+  assert.equal(await first, 101);
+  assert.equal(startsAtTimer, 2, 'the next LIST had not begun by the next timer');
+  l.answer();
+  assert.equal(await later, 102);
+});
+
 test('LISTs begin no closer together than the spacing, however readers arrive', async () => {
   const l = lists();
   const spacingMs = 30;
