@@ -226,7 +226,7 @@ function typical(ps: Phase[]): Phase {
   const middle = [...ps].sort((a, b) => a.allSyncedMs - b.allSyncedMs)[Math.floor((ps.length - 1) / 2)]!;
   const errors: Record<string, number> = {};
   for (const p of ps) for (const [k, v] of Object.entries(p.errors)) errors[k] = (errors[k] ?? 0) + v;
-  const optional = (f: (p: Phase) => number | undefined): number | undefined => (ps[0] && f(ps[0]) === undefined ? undefined : median((p) => f(p) ?? 0));
+  const optional = (f: (p: Phase) => number | undefined): number | undefined => (f(ps[0]!) === undefined ? undefined : median((p) => f(p) ?? 0));
   return {
     target: ps[0]!.target.replace(/, restart \d+$/, `, median of ${ps.length} restarts`),
     agents: K,
@@ -314,12 +314,12 @@ if (replay) {
 // falls on all of them alike; each figure reported is the median over a target's restarts. Levee
 // and the replay server stay up through the others' rounds, idle.
 const restarts: { direct: Phase[]; via: Phase[]; ceiling: Phase[] } = { direct: [], via: [], ceiling: [] };
+const targets: Array<[keyof typeof restarts, string, string, Pick<LeveeProcess, 'pid' | 'rss'> | undefined]> = [
+  ['direct', 'apiserver directly', env.server, undefined],
+  ['via', 'through Levee', levee.url.origin, levee],
+];
+if (replay) targets.push(['ceiling', 'bare replay', replay.origin, replayProcess]);
 for (let i = 1; i <= RESTARTS; i++) {
-  const targets: Array<[keyof typeof restarts, string, string, Pick<LeveeProcess, 'pid' | 'rss'> | undefined]> = [
-    ['direct', 'apiserver directly', env.server, undefined],
-    ['via', 'through Levee', levee.url.origin, levee],
-  ];
-  if (replay) targets.push(['ceiling', 'bare replay', replay.origin, replayProcess]);
   for (const [key, name, origin, server] of targets) {
     await pause();
     const p = await round(`${name}, restart ${i}`, origin, server);
@@ -433,7 +433,7 @@ with nothing authenticated, authorized or looked up; its own process, Levee's ce
 - directly: ${kinds(direct)}
 - through Levee: ${kinds(via)}
 
-Consistent reads through Levee (each agent's watch-lists, all rounds), proven fresh and answered from the cache / forwarded, and their mean wait for the proof:
+Consistent reads through Levee (each agent's watch-lists in all rounds, and the replay's capture of them), proven fresh and answered from the cache / forwarded, and their mean wait for the proof:
 pods ${consistent.verified} / ${consistent.forwarded}, ${consistent.meanWaitMs === null ? '-' : f0(consistent.meanWaitMs)} ms; nodes ${consistentNodes.verified} / ${consistentNodes.forwarded}, ${consistentNodes.meanWaitMs === null ? '-' : f0(consistentNodes.meanWaitMs)} ms.
 Reads Levee forwarded, by reason: ${Object.entries(forwardedByReason).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}.
 Levee since its start (all rounds): ${reviews.tokenReviews} TokenReviews, ${reviews.subjectAccessReviews} SubjectAccessReviews sent;

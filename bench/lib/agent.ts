@@ -55,9 +55,10 @@ export interface AgentOptions {
 // key share, its signature) exactly as with an agent that verifies; what is left out is the
 // agent's own check of the chain, and Node then building the peer certificate as a JavaScript
 // object (with its fingerprints) for checkServerIdentity. All the agents share one core, and on a
-// fast server that core decides how soon they sync: measured (bench/micro/agenttls.ts, medians of four runs of
-// 2,000), the agent side of a connection costs 701 µs of CPU verifying and 528 µs not. A context per connect() would
-// also parse a CA each time. The servers benchmarked are this machine's, on loopback.
+// fast server that core decides how soon they sync: measured (bench/micro/agenttls.ts, medians of
+// four runs of 2,000), the agent side of a connection costs 701 µs of CPU verifying and 528 µs
+// not. A context per connect() would also parse a CA each time. The servers benchmarked are this
+// machine's, on loopback.
 const AGENT_TLS = createSecureContext({});
 
 const ACCEPT = { json: 'application/json', protobuf: 'application/vnd.kubernetes.protobuf, application/json' };
