@@ -358,6 +358,8 @@ async function upLocked(bare: boolean, nodes: number | undefined): Promise<TestE
         log(`existing environment is unhealthy (${String(err).split('\n')[0]}); recreating it`);
       }
       if (healthy) {
+        // The running components keep their binaries; a test program edited since is built again.
+        await ensureBinaries(bare, TEST_PROGRAMS);
         const env = loadEnv();
         if (previous.controlPlane) {
           // A control plane that cannot be made healthy is an error to see, not a reason to
@@ -1010,7 +1012,10 @@ function sourceHash(name: Binary, version: string): string {
   return h.digest('hex');
 }
 
-async function ensureBinaries(bare: boolean): Promise<Binaries> {
+/** Levee's own test programs: rebuilt when their source changed, even for an environment already up. */
+const TEST_PROGRAMS: readonly Binary[] = ['informer', 'linearizability', 'load'];
+
+async function ensureBinaries(bare: boolean, only?: readonly Binary[]): Promise<Binaries> {
   const version = moduleVersion();
   const binDir = path.join(DIR, 'bin', version);
   fs.mkdirSync(binDir, { recursive: true });
@@ -1032,7 +1037,7 @@ async function ensureBinaries(bare: boolean): Promise<Binaries> {
   const paths = {} as Partial<Record<Binary, string>>;
   for (const name of Object.keys(GO_PACKAGES) as Binary[]) {
     const spec: GoBinary = GO_PACKAGES[name];
-    if (bare && spec.controlPlane) continue;
+    if ((bare && spec.controlPlane) || (only && !only.includes(name))) continue;
     const given = prebuilt(name);
     if (given) {
       paths[name] = given;
@@ -1048,7 +1053,7 @@ async function ensureBinaries(bare: boolean): Promise<Binaries> {
     if (name === 'kwok') await copyKwokFiles(kwokStages, kwokRole);
     fs.writeFileSync(stamp, hash);
   }
-  const apiserverVersion = assets ? await reportedVersion(paths['kube-apiserver']!) : version;
+  const apiserverVersion = assets && paths['kube-apiserver'] ? await reportedVersion(paths['kube-apiserver']) : version;
   return {
     version: apiserverVersion,
     kubeApiserver: paths['kube-apiserver']!,
