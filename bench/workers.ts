@@ -16,8 +16,8 @@
 // load. Its ratio is what N cores give a server on this machine with nothing behind it (the
 // kernel's loopback, TLS and the load generator share the cores); Levee's ratio is read against it.
 //
-//   npm run bench:workers                      # --workers 2, 3 rounds of 5 s
-//   npm run bench:workers -- --rounds 5 --seconds 10 --connections 64
+//   npm run bench:workers                      # --workers 2, 5 rounds of 5 s
+//   npm run bench:workers -- --rounds 7 --seconds 10 --connections 64
 //
 // Levee runs as it ships: compiled to dist/ (npm run build) first; from src/ each thread would
 // also hold Node's TypeScript stripper. Uses whatever pods the test environment holds (bench:list
@@ -30,6 +30,7 @@ import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import { quietEnv } from './lib/env.ts';
 import { startLevee, type LeveeProcess } from '../test/support/levee.ts';
+import { tempDir } from '../test/support/tempdir.ts';
 import { agentFor } from '../test/support/http.ts';
 import { waitReady } from '../test/support/wait.ts';
 import { pinned } from '../test/support/cpus.ts';
@@ -41,13 +42,10 @@ const run = promisify(execFile);
 const { values: flags } = parseArgs({
   options: {
     workers: { type: 'string', default: String(availableParallelism()) },
-    rounds: { type: 'string', default: '3' },
+    rounds: { type: 'string', default: '5' },
     seconds: { type: 'string', default: '5' },
     connections: { type: 'string', default: '32' },
     cache: { type: 'string', default: 'pods,nodes' },
-    // h2load (nghttp2-client) costs less CPU per request than the Go client where it can serve:
-    // GET and LIST on kept connections (new connections are always the Go client's).
-    client: { type: 'string', default: 'go' },
   },
 });
 const N = Number(flags.workers);
@@ -70,8 +68,11 @@ execFileSync(process.execPath, [resolve(root, 'node_modules/typescript/bin/tsc')
 const cli = resolve(root, 'dist/cli.js');
 const common = ['--cache', flags.cache];
 log(`starting Levee with 1 thread on CPU ${lastCpu}, and with ${N} threads on CPUs ${allCpus}`);
-const one = await startLevee({ cli, kubeconfig: env.kubeconfig, tls: env.leveeServing, cpus: String(lastCpu), extra: [...common, '--workers', '1'] });
-const many = await startLevee({ cli, kubeconfig: env.kubeconfig, tls: env.leveeServing, cpus: allCpus, extra: [...common, '--workers', String(N)] });
+// Each Levee's log (a line per request) goes straight to a file: read here, it would take CPU from
+// the cores being measured.
+const logs = tempDir('workers-');
+const one = await startLevee({ cli, kubeconfig: env.kubeconfig, tls: env.leveeServing, cpus: String(lastCpu), extra: [...common, '--workers', '1'], outputFile: `${logs}/one.log` });
+const many = await startLevee({ cli, kubeconfig: env.kubeconfig, tls: env.leveeServing, cpus: allCpus, extra: [...common, '--workers', String(N)], outputFile: `${logs}/many.log` });
 const stopAll = async (): Promise<void> => {
   await Promise.all([one.stop(), many.stop()]);
 };
@@ -110,37 +111,7 @@ const scenarios = [
   { name: 'GET on a new TLS connection', paths: pods.map((p) => `/api/v1/namespaces/${p.metadata.namespace}/pods/${p.metadata.name}?resourceVersion=0`), fresh: true },
 ];
 
-/** The same load from h2load over HTTP/1.1, its CPU read from the shell that waited for it. */
-async function h2load(target: Target, cpus: string, paths: string[]): Promise<LoadResult> {
-  const urls = paths.map((p) => `'${target.origin}${p}'`).join(' ');
-  const cmdline = `h2load --h1 -c ${flags.connections} -t 1 -D ${flags.seconds} -H 'authorization: Bearer ${token}' -H 'accept: application/json' ${urls}; cat /proc/$$/stat`;
-  const [cmd, cmdArgs] = pinned(cpus, 'sh', ['-c', cmdline]);
-  const before = cpuSeconds(target.pid) ?? 0;
-  const { stdout } = await run(cmd, cmdArgs, { maxBuffer: 1 << 24 });
-  const serverCpuSeconds = (cpuSeconds(target.pid) ?? 0) - before;
-  const done = /requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded, (\d+) failed, (\d+) errored/.exec(stdout);
-  const finished = /finished in ([\d.]+)s, ([\d.]+) req\/s/.exec(stdout);
-  const statLine = stdout.trim().split('\n').at(-1)!;
-  const fields = statLine.slice(statLine.lastIndexOf(')') + 2).split(' ');
-  // cutime and cstime (fields 16 and 17 of the line, 14 and 15 after the name): what h2load used.
-  const cpu = (Number(fields[13]) + Number(fields[14])) / 100;
-  const requests = Number(done?.[1] ?? 0);
-  const latency = /time for request:\s+([\d.]+)(us|ms|s)\s+([\d.]+)(us|ms|s)\s+([\d.]+)(us|ms|s)/.exec(stdout);
-  const toMs = (v: string, unit: string): number => Number(v) * (unit === 'us' ? 1e-3 : unit === 's' ? 1e3 : 1);
-  return {
-    requests,
-    errors: Number(done?.[2] ?? 0) + Number(done?.[3] ?? 0),
-    perSecond: Number(finished?.[2] ?? 0),
-    // h2load reports min, max and mean, not percentiles: the mean stands in for p50, the max for p99.
-    p50Ms: latency ? toMs(latency[5]!, latency[6]!) : NaN,
-    p99Ms: latency ? toMs(latency[3]!, latency[4]!) : NaN,
-    cpuSeconds: cpu,
-    serverCpuSeconds,
-  };
-}
-
 async function load(target: Target, cpus: string, paths: string[], fresh: boolean): Promise<LoadResult> {
-  if (flags.client === 'h2load' && !fresh) return h2load(target, cpus, paths);
   const args = ['-url', target.origin, '-path', paths.join(','), '-token', token, '-ca', env.caFile, '-c', flags.connections, '-d', `${flags.seconds}s`];
   if (fresh) args.push('-new-connections');
   const [cmd, cmdArgs] = pinned(cpus, env.load, args);
