@@ -18,7 +18,6 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { quietEnv } from './lib/env.ts';
 import { startLevee, type LeveeProcess } from '../test/support/levee.ts';
-import { tempDir } from '../test/support/tempdir.ts';
 import { agentFor } from '../test/support/http.ts';
 import { waitReady } from '../test/support/wait.ts';
 import { pinSelf, splitCpus } from '../test/support/cpus.ts';
@@ -66,9 +65,8 @@ let a: LeveeProcess | undefined;
 let b: LeveeProcess | undefined;
 try {
   // Their logs (a line per request) go to files, not through this client's event loop.
-  const logs = tempDir('ab-');
-  a = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra, cpus: pinning?.server, cli: join(worktree, 'src/cli.ts'), outputFile: join(logs, 'a.log') });
-  b = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra, cpus: pinning?.server, outputFile: join(logs, 'b.log') });
+  a = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra, cpus: pinning?.server, cli: join(worktree, 'src/cli.ts'), outputToFile: true });
+  b = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra, cpus: pinning?.server, outputToFile: true });
   for (const l of [a, b]) await waitReady(l, agent, 60_000);
   // Past the collections and compilations that follow a sync: they are no part of a request.
   await new Promise((res) => setTimeout(res, 5000));

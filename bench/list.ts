@@ -26,13 +26,12 @@
 // other users of a shared environment pay for 50,000 pods too (every Levee they start caches them).
 import { readFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { Agent, request } from 'undici';
 import { quietEnv } from './lib/env.ts';
 import { startLevee, type LeveeProcess } from '../test/support/levee.ts';
-import { tempDir } from '../test/support/tempdir.ts';
 import { agentFor } from '../test/support/http.ts';
 import { allCpus, pinProcess, pinSelf, splitCpus } from '../test/support/cpus.ts';
 import { startReplay } from './lib/replay.ts';
@@ -155,16 +154,11 @@ async function settledMemory(levee: LeveeProcess): Promise<Memory> {
  */
 async function startWithCache(cache: string): Promise<{ levee: LeveeProcess; cacheFlag: boolean }> {
   try {
-    return { levee: await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra: ['--cache', cache], cpus: pinning?.server, outputFile: logFile() }), cacheFlag: true };
+    return { levee: await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra: ['--cache', cache], cpus: pinning?.server, outputToFile: true }), cacheFlag: true };
   } catch (err) {
     if (!/cache/.test(String(err))) throw err;
-    return { levee: await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, cpus: pinning?.server, outputFile: logFile() }), cacheFlag: false };
+    return { levee: await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, cpus: pinning?.server, outputToFile: true }), cacheFlag: false };
   }
-}
-
-/** A file for a Levee's log (a line per request), written there rather than read by this client. */
-function logFile(): string {
-  return join(tempDir('list-'), 'levee.log');
 }
 
 // The baseline: the same Levee with no cache (--cache ""), ready, having served nothing.

@@ -30,7 +30,6 @@ import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import { quietEnv } from './lib/env.ts';
 import { startLevee, type LeveeProcess } from '../test/support/levee.ts';
-import { tempDir } from '../test/support/tempdir.ts';
 import { agentFor } from '../test/support/http.ts';
 import { waitReady } from '../test/support/wait.ts';
 import { pinned } from '../test/support/cpus.ts';
@@ -70,9 +69,8 @@ const common = ['--cache', flags.cache];
 log(`starting Levee with 1 thread on CPU ${lastCpu}, and with ${N} threads on CPUs ${allCpus}`);
 // Each Levee's log (a line per request) goes straight to a file: read here, it would take CPU from
 // the cores being measured.
-const logs = tempDir('workers-');
-const one = await startLevee({ cli, kubeconfig: env.kubeconfig, tls: env.leveeServing, cpus: String(lastCpu), extra: [...common, '--workers', '1'], outputFile: `${logs}/one.log` });
-const many = await startLevee({ cli, kubeconfig: env.kubeconfig, tls: env.leveeServing, cpus: allCpus, extra: [...common, '--workers', String(N)], outputFile: `${logs}/many.log` });
+const one = await startLevee({ cli, kubeconfig: env.kubeconfig, tls: env.leveeServing, cpus: String(lastCpu), extra: [...common, '--workers', '1'], outputToFile: true });
+const many = await startLevee({ cli, kubeconfig: env.kubeconfig, tls: env.leveeServing, cpus: allCpus, extra: [...common, '--workers', String(N)], outputToFile: true });
 const stopAll = async (): Promise<void> => {
   await Promise.all([one.stop(), many.stop()]);
 };

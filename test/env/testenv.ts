@@ -1015,6 +1015,7 @@ function sourceHash(name: Binary, version: string): string {
 /** Levee's own test programs: rebuilt when their source changed, even for an environment already up. */
 const TEST_PROGRAMS: readonly Binary[] = ['informer', 'linearizability', 'load'];
 
+/** Builds what is missing or stale; with `only`, just those (and the paths returned for the others are absent). */
 async function ensureBinaries(bare: boolean, only?: readonly Binary[]): Promise<Binaries> {
   const version = moduleVersion();
   const binDir = path.join(DIR, 'bin', version);

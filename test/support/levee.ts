@@ -36,11 +36,11 @@ export interface LeveeArgs {
   /** Also write everything it says to this file, as it says it (a long run's log to read while it runs). */
   logFile?: string;
   /**
-   * Levee writes stdout and stderr straight into this file, not through this process, which reads
-   * it only for the start-up line and for output(). For a benchmark: Levee logs every request, and
-   * reading 20,000 lines a second here took 4 % of a core from the cores being measured.
+   * Levee writes stdout and stderr straight into a file of its own, not through this process, which
+   * reads it only for the start-up line and for output(). For a benchmark: Levee logs every request,
+   * and reading 20,000 lines a second here took 4 % of a core from the cores being measured.
    */
-  outputFile?: string;
+  outputToFile?: boolean;
   /** Another checkout's src/cli.ts (a benchmark's baseline); this checkout's by default. */
   cli?: string;
 }
@@ -52,7 +52,8 @@ export async function startLevee(args: LeveeArgs): Promise<LeveeProcess> {
   if (args.auth) argv.push('--auth', args.auth);
   argv.push(...(args.extra ?? []));
   const [cmd, cmdArgs] = pinned(args.cpus, process.execPath, argv);
-  const outFd = args.outputFile ? openSync(args.outputFile, 'w') : undefined;
+  const outputFile = args.outputToFile ? join(tempDir('levee-output-'), 'output.log') : undefined;
+  const outFd = outputFile ? openSync(outputFile, 'w') : undefined;
   const child: ChildProcess = spawn(cmd, cmdArgs, { stdio: outFd === undefined ? ['ignore', 'pipe', 'pipe'] : ['ignore', outFd, outFd] });
   if (outFd !== undefined) closeSync(outFd);
   reapOnExit(child);
@@ -60,7 +61,7 @@ export async function startLevee(args: LeveeArgs): Promise<LeveeProcess> {
     child.once('exit', (code, signal) => resolveExit({ code, signal })),
   );
   let collected = '';
-  const output = (): string => (args.outputFile ? readFileSync(args.outputFile, 'utf8') : collected);
+  const output = (): string => (outputFile ? readFileSync(outputFile, 'utf8') : collected);
   const logFd = args.logFile ? openSync(args.logFile, 'w') : undefined;
   const collect = (c: Buffer): void => {
     collected += c.toString();
@@ -87,7 +88,7 @@ export async function startLevee(args: LeveeArgs): Promise<LeveeProcess> {
     };
     child.stdout?.on('data', check);
     // Written straight to a file, the start-up line is looked for there.
-    const poll = args.outputFile ? setInterval(check, 50) : undefined;
+    const poll = outputFile ? setInterval(check, 50) : undefined;
     child.once('exit', (code) => {
       clearTimeout(timer);
       clearInterval(poll);
