@@ -13,6 +13,15 @@ const HEADERS_TIMEOUT_MS = 120_000;
 // Between two body chunks of a short request. Backpressure from a slow client pauses this timer.
 const REQUEST_BODY_TIMEOUT_MS = 120_000;
 const OWN_REQUEST_CONNECTIONS = 32;
+// How long an idle connection stays open: as long as client-go keeps one (90 s, the apiserver's
+// own idle timeout too), less a margin so that Levee, not the apiserver, closes it and no request
+// meets a connection the server is closing. undici's 4 s default closed them between a crowd's
+// bursts: a consistency proof's LIST and bookmark probe, the first requests a DaemonSet's
+// restarting agents cause, then each waited for a new TLS connection, whose handshake takes
+// turns of an event loop full of the agents' own handshakes (bench:massrestart: the LIST sent
+// 0.57 s after it began, answered 27 ms later). A server that says how long it keeps connections
+// (Keep-Alive: timeout=N, as Node's does) is still believed.
+const KEEP_ALIVE_TIMEOUT_MS = 60_000;
 
 export class UpstreamPools {
   readonly upstream: Upstream;
@@ -43,6 +52,7 @@ export class UpstreamPools {
         connections: identity === 'own' && traffic === 'request' ? OWN_REQUEST_CONNECTIONS : null,
         allowH2: false,
         pipelining: 1,
+        keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
         headersTimeout: HEADERS_TIMEOUT_MS,
         bodyTimeout: traffic === 'longRunning' ? 0 : REQUEST_BODY_TIMEOUT_MS,
       };
