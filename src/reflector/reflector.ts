@@ -126,10 +126,26 @@ export class Reflector {
     return this.#probes.soon();
   }
 
+  /**
+   * Settles once the probe's bookmark has reached the store, or the probe ended without one. The
+   * stream is then read to its end, not cut: the apiserver ends it at its deadline, a second or two
+   * later, and the connection goes back to the pool. Cut, it was closed, and the next probe waited
+   * for a TLS handshake of its own, which takes turns of an event loop that a DaemonSet's agents
+   * restarting at once have filled with theirs: the probe reached the apiserver late, and its
+   * bookmark with it (bench:massrestart).
+   */
   async #probe(): Promise<void> {
     const ac = new AbortController();
     const stop = (): void => ac.abort();
     this.#abort.signal.addEventListener('abort', stop, { once: true });
+    let body: { destroy(): unknown } | undefined;
+    let watchdog: NodeJS.Timeout | undefined;
+    const end = (): void => {
+      clearTimeout(watchdog);
+      body?.destroy();
+      this.#abort.signal.removeEventListener('abort', stop);
+    };
+    let draining = false;
     try {
       const res = await this.#o.pools.get('own', 'longRunning').request({
         method: 'GET',
@@ -144,29 +160,31 @@ export class Reflector {
         headers: await this.#headers(),
         signal: ac.signal,
       });
+      body = res.body;
       if (res.statusCode !== 200) {
-        const body = (await res.body.text()).slice(0, MAX_ERROR_BODY);
-        throw statusError(res.statusCode, body, 'bookmark probe');
+        const text = (await res.body.text()).slice(0, MAX_ERROR_BODY);
+        throw statusError(res.statusCode, text, 'bookmark probe');
       }
-      const watchdog = setTimeout(stop, (PROBE_TIMEOUT_SECONDS + 5) * 1000);
+      watchdog = setTimeout(stop, (PROBE_TIMEOUT_SECONDS + 5) * 1000);
       const framer = new WatchFramer();
-      try {
-        for await (const chunk of res.body as AsyncIterable<Buffer>) {
-          for (const frame of framer.push(chunk)) {
-            this.#event(frame.type, frame.object);
-            if (frame.type === 'BOOKMARK') return;
+      const chunks = (res.body as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+      for (let next = await chunks.next(); !next.done; next = await chunks.next()) {
+        for (const frame of framer.push(next.value)) {
+          this.#event(frame.type, frame.object);
+          if (frame.type === 'BOOKMARK') {
+            // What follows the bookmark the main watch carries too; it is read only to the end.
+            draining = true;
+            void drain(chunks).finally(end);
+            return;
           }
         }
-      } finally {
-        clearTimeout(watchdog);
-        res.body.destroy();
       }
     } catch (err) {
       // A 410 here is the main watch's to handle (it relists); an abort is the end of the probe.
       if (ac.signal.aborted || err instanceof ExpiredError) return;
       throw err;
     } finally {
-      this.#abort.signal.removeEventListener('abort', stop);
+      if (!draining) end();
     }
   }
 
@@ -509,4 +527,13 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
       { once: true },
     );
   });
+}
+
+/** Reads a stream to its end, its chunks unused; an error (an abort, a reset) ends it too. */
+async function drain(chunks: AsyncIterator<Buffer>): Promise<void> {
+  try {
+    while (!(await chunks.next()).done);
+  } catch {
+    // The connection is closed rather than reused; nothing else depends on it.
+  }
 }
