@@ -1,4 +1,4 @@
-// Bookmark probes against the real apiserver: a probe that brought its bookmark is read to the end
+// Levee's own connections to the real apiserver. Bookmark probes: a probe that brought its bookmark is read to the end
 // the apiserver gives it at its deadline, not cut, so its connection goes back to the pool and the
 // next probe needs no handshake (docs/design.md, "Consistent reads").
 import { after, before, test } from 'node:test';
@@ -13,6 +13,7 @@ import { createLogger } from '../../src/log/logger.ts';
 import { GatewayMetrics } from '../../src/metrics/metrics.ts';
 import { loadUpstream } from '../../src/upstream/credentials.ts';
 import { UpstreamPools } from '../../src/upstream/pools.ts';
+import { getJson } from '../../src/upstream/client.ts';
 
 let env: TestEnv;
 let agent: Agent;
@@ -59,5 +60,20 @@ test('a bookmark probe that brought its bookmark is read to its end by the apise
   } finally {
     unsubscribe('undici:request:error', onError);
     unsubscribe('undici:request:trailers', onComplete);
+  }
+});
+
+test('Levee\'s idle connection to the apiserver is still there 4.5 s later (undici alone closes it after 4 s)', async () => {
+  let connected = 0;
+  const onConnected = (): void => void connected++;
+  subscribe('undici:client:connected', onConnected);
+  try {
+    await getJson(pools, '/api/v1/namespaces/default/configmaps?limit=1');
+    const before = connected;
+    await new Promise((resolve) => setTimeout(resolve, 4_500));
+    await getJson(pools, '/api/v1/namespaces/default/configmaps?limit=1');
+    assert.equal(connected - before, 0, 'the second request opened a new connection');
+  } finally {
+    unsubscribe('undici:client:connected', onConnected);
   }
 });
