@@ -1,6 +1,7 @@
-// Levee's own connections to the real apiserver. Bookmark probes: a probe that brought its bookmark is read to the end
-// the apiserver gives it at its deadline, not cut, so its connection goes back to the pool and the
-// next probe needs no handshake (docs/design.md, "Consistent reads").
+// Levee's own connections to the real apiserver. A bookmark probe that brought its bookmark is
+// read to the end the apiserver gives it at its deadline, not cut, so its connection goes back to
+// the pool and the next probe needs no handshake; an idle connection outlives undici's 4 s default
+// (docs/design.md, "Consistent reads").
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';

@@ -2,12 +2,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { loadUpstream } from '../../src/upstream/credentials.ts';
 import { UpstreamPools } from '../../src/upstream/pools.ts';
 import { getJson } from '../../src/upstream/client.ts';
-import { tempDir } from '../support/tempdir.ts';
+import { writeKubeconfig } from '../support/levee.ts';
 
 test('Levee keeps its idle connection upstream past undici\'s 4 s default, as client-go does', async () => {
   let connections = 0;
@@ -20,18 +18,7 @@ test('Levee keeps its idle connection upstream past undici\'s 4 s default, as cl
   server.on('connection', () => connections++);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  const kubeconfig = join(tempDir('pools-'), 'kubeconfig');
-  writeFileSync(
-    kubeconfig,
-    JSON.stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: [{ name: 'c', cluster: { server: `http://127.0.0.1:${port}` } }],
-      users: [{ name: 'u', user: { token: 'levee-token' } }],
-      contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
-      'current-context': 'x',
-    }),
-  );
+  const kubeconfig = writeKubeconfig(`http://127.0.0.1:${port}`, undefined, 'levee-token');
   const pools = new UpstreamPools(loadUpstream({ kind: 'kubeconfig', path: kubeconfig }));
   try {
     await getJson(pools, '/api/v1/pods?limit=1');
