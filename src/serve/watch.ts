@@ -82,11 +82,10 @@ export async function serveWatch(
   const timeoutMs = (plan.timeoutSeconds ?? MIN_REQUEST_TIMEOUT_S * (1 + Math.random())) * 1000;
   const filter = { namespace: plan.namespace, labels: plan.labels, fields: plan.fields, resourceVersion: from };
   const watcher = new CacheWatcher(r, filter, res, { timeoutMs, bookmarks: plan.allowBookmarks }, encoding);
-  let initialBytes = 0;
-  for (const o of initial) initialBytes += watcher.pushAdded(o);
+  const counted = plan.initial === 'consistent' || plan.consistentRead;
+  watcher.sendInitial(initial, counted ? (bytes) => observer.consistentBytes(r.name, 'cache', bytes) : undefined);
   if (proving) watcher.awaitInitialEventsEnd();
-  else if (plan.initial && plan.initialEventsEnd) initialBytes += watcher.pushInitialEventsEnd(from);
-  if (plan.initial === 'consistent' || plan.consistentRead) observer.consistentBytes(r.name, 'cache', initialBytes);
+  else if (plan.initial && plan.initialEventsEnd) watcher.pushInitialEventsEnd(from);
   for (const e of backlog) watcher.offer(e);
   watcher.start();
   if (proving) {

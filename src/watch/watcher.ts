@@ -31,8 +31,14 @@ export interface WatchFilter {
   resourceVersion: number;
 }
 
-// Past this much unsent data the client is not keeping up.
+// Past this much unsent data the client is not keeping up. Only what the watcher queues counts:
+// live events, bookmarks and the last line. A watch-list's initial state is no queue; it is written
+// from its snapshot as fast as the client reads it, however large (the apiserver's cacheWatcher
+// sends its initial events the same way, blocking on the client, before it takes live events).
 const MAX_QUEUED_BYTES = 16 * 1024 * 1024;
+// The initial events are written in batches of about this much: one corked write each, so a
+// node's few pods leave as one write, and a large state leaves in steps the client's reading paces.
+const INITIAL_BATCH_BYTES = 64 * 1024;
 
 export function matches(f: WatchFilter, o: CachedObject): boolean {
   return (
@@ -90,6 +96,11 @@ export class CacheWatcher implements WatchFilter, Sleeper {
   readonly #encoding: WatchEncoding;
   #queue: Buffer[] | undefined;
   #queued = 0;
+  /** The initial state still to write, from #initialNext on; it goes out before the queue. */
+  #initial: readonly CachedObject[] | undefined;
+  #initialNext = 0;
+  #initialBytes = 0;
+  #initialWritten: ((bytes: number) => void) | undefined;
   #writing = false;
   #closed = false;
   /** A last line is queued; nothing more is sent after it. */
@@ -162,21 +173,63 @@ export class CacheWatcher implements WatchFilter, Sleeper {
     noteServed();
   }
 
-  /** Queues an object of the initial state as ADDED; returns the bytes queued (0 once closed). */
-  pushAdded(o: CachedObject): number {
-    if (this.#closed) return 0;
-    const parts = this.#encoding.added(this.#r.info, o);
-    if (parts === undefined) {
-      this.endWith(newInternalError(`unable to encode watch object ${o.key}`));
-      return 0;
+  /**
+   * Sends the initial state as ADDED events; called before anything else is sent, and what is sent
+   * after it (the end bookmark, live events) follows it. They are
+   * encoded and written as the client takes them, not queued: a watch-list of a large collection
+   * holds the snapshot's references rather than its bytes twice, and is never closed for its size.
+   * `written` is told the bytes sent once they all are, or what was sent when the watch ended first.
+   */
+  sendInitial(objects: readonly CachedObject[], written?: (bytes: number) => void): void {
+    if (this.#closed || objects.length === 0) {
+      written?.(0);
+      return;
     }
-    return this.#send(parts);
+    this.#initial = objects;
+    this.#initialNext = 0;
+    this.#initialBytes = 0;
+    this.#initialWritten = written;
+    if (!this.#writing) void this.#flush();
   }
 
-  /** Queues the bookmark that ends a watch-list's initial events; returns its length. */
-  pushInitialEventsEnd(resourceVersion: number): number {
-    if (this.#closed) return 0;
-    return this.#send(this.#encoding.initialEventsEnd(this.#r.info, resourceVersion));
+  /** The next batch of the initial state, encoded; an object that cannot be ends the watch after what came before it. */
+  #nextInitialBatch(objects: readonly CachedObject[]): Buffer[] {
+    const batch: Buffer[] = [];
+    let bytes = 0;
+    while (this.#initialNext < objects.length && bytes < INITIAL_BATCH_BYTES) {
+      const o = objects[this.#initialNext++]!;
+      const parts = this.#encoding.added(this.#r.info, o);
+      if (parts === undefined) {
+        // What was encoded before it goes out, then the error: nothing queued behind the initial
+        // state (its end bookmark, live events) may follow a state that is not whole.
+        this.#initialBytes += bytes;
+        this.#endInitial();
+        this.#queue = undefined;
+        this.#queued = 0;
+        this.endWith(newInternalError(`unable to encode watch object ${o.key}`));
+        return batch;
+      }
+      for (const p of parts) {
+        batch.push(p);
+        bytes += p.length;
+      }
+    }
+    this.#initialBytes += bytes;
+    if (this.#initialNext >= objects.length) this.#endInitial();
+    return batch;
+  }
+
+  #endInitial(): void {
+    const written = this.#initialWritten;
+    this.#initial = undefined;
+    this.#initialWritten = undefined;
+    written?.(this.#initialBytes);
+  }
+
+  /** Queues the bookmark that ends a watch-list's initial events. */
+  pushInitialEventsEnd(resourceVersion: number): void {
+    if (this.#closed) return;
+    this.#send(this.#encoding.initialEventsEnd(this.#r.info, resourceVersion));
   }
 
   /**
@@ -193,15 +246,14 @@ export class CacheWatcher implements WatchFilter, Sleeper {
   /**
    * Ends the initial events at the store's resourceVersion: every event up to it has been queued
    * already, so the state the client holds at this bookmark is the store's. The deadline and the
-   * bookmark times begin now. Returns the bookmark's length.
+   * bookmark times begin now.
    */
-  endInitialEvents(): number {
-    if (this.#closed || !this.#initialEventsOpen) return 0;
+  endInitialEvents(): void {
+    if (this.#closed || !this.#initialEventsOpen) return;
     this.#initialEventsOpen = false;
-    const length = this.#send(this.#encoding.initialEventsEnd(this.#r.info, this.#bookmarkRV()));
+    this.#send(this.#encoding.initialEventsEnd(this.#r.info, this.#bookmarkRV()));
     this.#startClock(this.takesBookmarks);
     this.#schedule();
-    return length;
   }
 
   /** A BOOKMARK at the store's resourceVersion: every event up to it has been queued already. */
@@ -265,6 +317,7 @@ export class CacheWatcher implements WatchFilter, Sleeper {
   #stop(): void {
     this.#closed = true;
     this.#queue = undefined;
+    if (this.#initial) this.#endInitial();
     this.#r.watchers.remove(this);
     this.#r.watchers.clock.cancel(this);
   }
@@ -296,11 +349,16 @@ export class CacheWatcher implements WatchFilter, Sleeper {
 
   async #flush(): Promise<void> {
     this.#writing = true;
-    while (this.#queue !== undefined && !this.#closed) {
-      const queue = this.#queue;
-      this.#queue = undefined;
-      this.#queued = 0;
-      if (!writeParts(this.#res, queue) && !(await drained(this.#res))) {
+    while (!this.#closed) {
+      let parts: Buffer[];
+      const initial = this.#initial;
+      if (initial) parts = this.#nextInitialBatch(initial);
+      else if (this.#queue !== undefined) {
+        parts = this.#queue;
+        this.#queue = undefined;
+        this.#queued = 0;
+      } else break;
+      if (!writeParts(this.#res, parts) && !(await drained(this.#res))) {
         this.#stop();
         break;
       }

@@ -1,5 +1,6 @@
 // A consistent watch-list served from the cache (serve/watch.ts): its initial events go out before
-// the proof that the cache is as new as the apiserver, and only its end bookmark waits for it.
+// the proof that the cache is as new as the apiserver, and only its end bookmark waits for it. And
+// a watch-list's initial state is written as the client reads it, however large.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Store } from '../../src/store/store.ts';
@@ -126,4 +127,41 @@ test('a consistent watch-list whose proof does not come ends with the apiserver\
   assert.deepEqual(error.object.details?.causes?.map((c) => c.reason), ['ResourceVersionTooLarge']);
   assert.ok(res.ended);
   assert.deepEqual(s.results, ['failed']);
+});
+
+/** A client that reads only when told: past 64 KiB unread, write() asks to wait, and 'drain' comes with read(). */
+class SlowClient extends RecordedResponse {
+  unread = 0;
+  override write(chunk: Buffer | string): boolean {
+    super.write(chunk);
+    this.unread += chunk.length;
+    return this.unread < 64 * 1024;
+  }
+  read(): void {
+    this.unread = 0;
+    this.emit('drain');
+  }
+}
+
+test('a watch-list\'s initial state larger than a watcher may queue goes out whole as the client reads it, then its end bookmark, then what changed meanwhile', { timeout: 10_000 }, async () => {
+  const s = setup();
+  // 48 objects of 512 KiB: 24 MiB, past the 16 MiB of unsent events that close a watcher whose
+  // client does not keep up.
+  const value = 'x'.repeat(512 * 1024);
+  const large = (name: string, rv: number): CachedObject => ({ ...obj(name, rv), item: Buffer.from(JSON.stringify({ metadata: { name, resourceVersion: String(rv) }, data: { v: value } })) });
+  s.store.replace(Array.from({ length: 48 }, (_, i) => large(`o${String(i).padStart(2, '0')}`, 100 + i)), 200);
+  const res = new SlowClient();
+  const observer = { consistentRead: () => undefined, consistentBytes: () => undefined };
+  const served = await serveWatch(s.r, { ...plan, initial: 'any' }, res, process.hrtime.bigint(), observer);
+  assert.ok(!('forward' in served), 'forwarded');
+  // The client has read nothing yet: a batch is out, the rest waits for it.
+  assert.ok(res.lines.length < 48, `${res.lines.length} lines written before the client read any`);
+  s.store.apply('MODIFIED', large('o00', 201));
+  for (let i = 0; i < 1000 && !res.ended && res.lines.length < 50; i++) {
+    res.read();
+    await turn();
+  }
+  assert.equal(res.ended, false, `the watch ended after ${res.lines.length} lines`);
+  assert.deepEqual(delivered(res), [...Array.from({ length: 48 }, (_, i) => `ADDED o${String(i).padStart(2, '0')}@${100 + i}`), 'BOOKMARK @200 end', 'MODIFIED o00@201']);
+  (served as CacheWatcher).close();
 });
