@@ -1,12 +1,15 @@
 // A/B of Levee against itself: the working tree against a baseline commit, in one run, so that a
 // change to the read path is measured by what it changes and not by the day's noise. Both Levees
 // serve the same cluster from their caches, pinned to the same CPU (the client on the other), and
-// every round asks both the same query (resourceVersion=0), in alternating order. Reported per scenario: latency p50
+// every round asks both the same query (resourceVersion=0), in alternating order: GET and LIST over
+// HTTP/1.1, and a node agent's watch-list of its pods over HTTP/2, read to its initial-events-end
+// bookmark and then cancelled. Reported per scenario: latency p50
 // and p99 of each, and the CPU each Levee spent per request (from /proc, over the timed rounds),
 // which is steadier than latency on a shared machine.
 //
 //   npm run bench:ab                          # baseline HEAD (the working tree's uncommitted change)
 //   npm run bench:ab -- --baseline HEAD~3 --reps 1000
+//   npm run bench:ab -- --only watch-list    # the scenarios whose name holds this
 //
 // The baseline is checked out with `git worktree` beside this one (sharing node_modules, so a
 // baseline with other dependencies is not comparable) and removed afterwards. Uses whatever pods
@@ -25,6 +28,9 @@ import { timedGet } from './lib/client.ts';
 import { cpuSeconds } from './lib/watchproc.ts';
 import { quantile } from './lib/stats.ts';
 import { request } from 'undici';
+import { connect, type ClientHttp2Session } from 'node:http2';
+import { readFileSync } from 'node:fs';
+import { captureWatchList, WATCH_LIST_QUERY } from './lib/agent.ts';
 
 const { values: flags } = parseArgs({
   options: {
@@ -32,6 +38,8 @@ const { values: flags } = parseArgs({
     reps: { type: 'string', default: '600' },
     warmup: { type: 'string', default: '500' },
     cache: { type: 'string', default: 'pods,nodes' },
+    // Only the scenarios whose name holds this text.
+    only: { type: 'string', default: '' },
   },
 });
 const REPS = Number(flags.reps);
@@ -63,6 +71,7 @@ if (pinning) pinSelf(pinning.client);
 const extra = ['--cache', flags.cache];
 let a: LeveeProcess | undefined;
 let b: LeveeProcess | undefined;
+const sessions: ClientHttp2Session[] = [];
 try {
   // Their logs (a line per request) go to files, not through this client's event loop.
   a = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra, cpus: pinning?.server, cli: join(worktree, 'src/cli.ts'), outputToFile: true });
@@ -76,13 +85,29 @@ try {
   ];
   // resourceVersion=0, as bench:list asks Levee: answered from the cache alone. Without it each
   // read also waits for the proof of freshness, an upstream round trip that would hide the change.
-  const scenarios: Array<{ name: string; path: (i: number) => string }> = [
+  const scenarios: Array<{ name: string; path: (i: number) => string; h2?: true }> = [
     { name: 'GET one pod (random)', path: (i) => { const p = pods[i % pods.length]!; return `/api/v1/namespaces/${p.metadata.namespace}/pods/${p.metadata.name}?resourceVersion=0`; } },
     { name: 'LIST pods of one node (fieldSelector)', path: (i) => `/api/v1/pods?resourceVersion=0&fieldSelector=spec.nodeName%3D${nodes[i % nodes.length]}` },
+    { name: 'watch-list of one node\'s pods (HTTP/2)', path: (i) => `/api/v1/pods?resourceVersion=0&fieldSelector=spec.nodeName%3D${nodes[i % nodes.length]}${WATCH_LIST_QUERY}`, h2: true },
   ];
+  // A new connection every 500 watch-lists: Node's HTTP/2 server, as nghttp2's guard against rapid
+  // reset (CVE-2023-44487), ends a connection whose client has cancelled more than 1,000 streams
+  // at over 33 a second, and each watch-list here ends with the client cancelling it.
+  const ca = readFileSync(env.caFile);
+  const uses = targets.map(() => 0);
+  const timedWatchList = async (j: number, path: string): Promise<number> => {
+    if (uses[j]! % 500 === 0) {
+      sessions[j]?.close();
+      sessions[j] = connect(targets[j]!.levee.url.origin, { ca });
+    }
+    uses[j]!++;
+    const started = performance.now();
+    await captureWatchList(sessions[j]!, path, token);
+    return performance.now() - started;
+  };
   log(`A/B: ${targets.map((t) => t.name).join(' vs ')}; ${pods.length} pods sampled on ${nodes.length} nodes; ${REPS} rounds after ${WARMUP} warm-up` + (pinning ? `; client on CPU ${pinning.client}, both Levees on CPU ${pinning.server}` : ''));
   const lines: string[] = ['| scenario | target | p50 ms | p99 ms | CPU µs per request |', '|---|---|---:|---:|---:|'];
-  for (const s of scenarios) {
+  for (const s of scenarios.filter((x) => x.name.includes(flags.only))) {
     const ms: number[][] = targets.map(() => []);
     let cpu0: number[] = [];
     for (let round = 0; round < WARMUP + REPS; round++) {
@@ -91,8 +116,8 @@ try {
       // Alternate which target goes first, so neither always finds the other's work just done.
       const seq = round % 2 === 0 ? [0, 1] : [1, 0];
       for (const j of seq) {
-        const t = await timedGet(targets[j]!.levee.url.origin + path, agent, token);
-        if (round >= WARMUP) ms[j]!.push(t.ms);
+        const took = s.h2 ? await timedWatchList(j, path) : (await timedGet(targets[j]!.levee.url.origin + path, agent, token)).ms;
+        if (round >= WARMUP) ms[j]!.push(took);
       }
     }
     const cpu = targets.map((t, j) => (((cpuSeconds(t.levee.pid) ?? 0) - cpu0[j]!) / REPS) * 1e6);
@@ -102,6 +127,7 @@ try {
   }
   process.stdout.write(`${lines.join('\n')}\n`);
 } finally {
+  for (const session of sessions) session.close();
   await a?.stop();
   await b?.stop();
   removeWorktree();
