@@ -86,7 +86,7 @@ export async function serveWatch(
   watcher.sendInitial(initial, counted ? (bytes) => observer.consistentBytes(r.name, 'cache', bytes) : undefined);
   if (proving) watcher.awaitInitialEventsEnd();
   else if (plan.initial && plan.initialEventsEnd) watcher.pushInitialEventsEnd(from);
-  for (const e of backlog) watcher.offer(e);
+  watcher.sendBacklog(backlog);
   watcher.start();
   if (proving) {
     void proving.then((proven) => {

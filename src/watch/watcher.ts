@@ -32,17 +32,18 @@ export interface WatchFilter {
 }
 
 // Past this much unsent data the client is not keeping up. Only what the watcher queues counts:
-// live events, bookmarks and the last line. A watch-list's initial state is no queue; it is written
-// from its snapshot as fast as the client reads it, however large (the apiserver's cacheWatcher
-// sends its initial events the same way, blocking on the client, before it takes live events).
+// live events, bookmarks and the last line. What a watch starts with (a watch-list's initial
+// state, or the events since its resourceVersion) is no queue; it is written from its snapshot as
+// fast as the client reads it, however large (the apiserver's cacheWatcher sends its initial
+// events the same way, blocking on the client, before it takes live events).
 const MAX_QUEUED_BYTES = 16 * 1024 * 1024;
-// The initial events are written in batches of about this much: one corked write each, so a
+// What a watch starts with is written in batches of about this much: one corked write each, so a
 // node's few pods leave as one write, and a large state leaves in steps the client's reading paces
 // (each held in the stream until sent). bench:ab, a watch-list of 125 pods (1.4 MB) by node over
 // HTTP/2: 4,380 µs of Levee's CPU in 64 KiB batches against 3,780 for the whole state queued at
 // once; 3,640 against 4,280 in 1 MiB batches, and 2,200 against 2,260 with a client that reads
 // faster. Of 5 pods: 453 against 460 µs.
-const INITIAL_BATCH_BYTES = 1024 * 1024;
+const START_BATCH_BYTES = 1024 * 1024;
 
 export function matches(f: WatchFilter, o: CachedObject): boolean {
   return (
@@ -100,11 +101,15 @@ export class CacheWatcher implements WatchFilter, Sleeper {
   readonly #encoding: WatchEncoding;
   #queue: Buffer[] | undefined;
   #queued = 0;
-  /** The initial state still to write, from #initialNext on; it goes out before the queue. */
+  /**
+   * What the watch starts with, still to write from #startNext on, before the queue: the initial
+   * state (a watch-list's), or the events since the watch's resourceVersion.
+   */
   #initial: readonly CachedObject[] | undefined;
-  #initialNext = 0;
-  #initialBytes = 0;
-  #initialWritten: ((bytes: number) => void) | undefined;
+  #backlog: readonly StoreEvent[] | undefined;
+  #startNext = 0;
+  #startBytes = 0;
+  #startWritten: ((bytes: number) => void) | undefined;
   #writing = false;
   #closed = false;
   /** A last line is queued; nothing more is sent after it. */
@@ -179,55 +184,95 @@ export class CacheWatcher implements WatchFilter, Sleeper {
 
   /**
    * Sends the initial state as ADDED events; called before anything else is sent, and what is sent
-   * after it (the end bookmark, live events) follows it. They are
-   * encoded and written as the client takes them, not queued: a watch-list of a large collection
-   * holds the snapshot's references rather than its bytes twice, and is never closed for its size.
-   * `written` is told the bytes sent once they all are, or what was sent when the watch ended first.
+   * after it (the end bookmark, live events) follows it. They are encoded and written as the client
+   * takes them, not queued: a watch-list of a large collection holds the snapshot's references
+   * rather than its bytes twice, and is never closed for its size. `written` is told the bytes
+   * sent once they all are, or what was sent when the watch ended first.
    */
   sendInitial(objects: readonly CachedObject[], written?: (bytes: number) => void): void {
-    if (this.#closed || objects.length === 0) {
+    this.#sendStart(objects, undefined, written);
+  }
+
+  /**
+   * Sends the events since the watch's resourceVersion that it receives, as the client takes them;
+   * called before anything else is sent, as sendInitial. The store's window holds up to 75 s of
+   * changes, far more than the queue's bound after a busy minute, and a watch closed for them
+   * would resume from the same resourceVersion and be closed again.
+   */
+  sendBacklog(events: readonly StoreEvent[]): void {
+    this.#sendStart(undefined, events);
+  }
+
+  #sendStart(objects: readonly CachedObject[] | undefined, events: readonly StoreEvent[] | undefined, written?: (bytes: number) => void): void {
+    if (this.#closed || (objects ?? events ?? []).length === 0) {
       written?.(0);
       return;
     }
     this.#initial = objects;
-    this.#initialNext = 0;
-    this.#initialBytes = 0;
-    this.#initialWritten = written;
+    this.#backlog = events;
+    this.#startNext = 0;
+    this.#startBytes = 0;
+    this.#startWritten = written;
     if (!this.#writing) void this.#flush();
   }
 
-  /** The next batch of the initial state, encoded; an object that cannot be ends the watch after what came before it. */
-  #nextInitialBatch(objects: readonly CachedObject[]): Buffer[] {
+  /**
+   * The next batch of the initial state or backlog, encoded. An object that cannot be ends the
+   * watch after what came before it: nothing queued behind (the end bookmark, live events) may
+   * follow a start that is not whole.
+   */
+  #nextStartBatch(): Buffer[] {
     const batch: Buffer[] = [];
     let bytes = 0;
-    while (this.#initialNext < objects.length && bytes < INITIAL_BATCH_BYTES) {
-      const o = objects[this.#initialNext++]!;
-      const parts = this.#encoding.added(this.#r.info, o);
-      if (parts === undefined) {
-        // What was encoded before it goes out, then the error: nothing queued behind the initial
-        // state (its end bookmark, live events) may follow a state that is not whole.
-        this.#initialBytes += bytes;
-        this.#endInitial();
+    const objects = this.#initial;
+    const events = this.#backlog;
+    const length = (objects ?? events)?.length ?? 0;
+    while (this.#startNext < length && bytes < START_BATCH_BYTES) {
+      let frame: Buffer | Buffer[] | undefined;
+      let failure: string | undefined;
+      if (objects) {
+        const o = objects[this.#startNext++]!;
+        frame = this.#encoding.added(this.#r.info, o);
+        if (frame === undefined) failure = `unable to encode watch object ${o.key}`;
+      } else {
+        const e = events![this.#startNext++]!;
+        if (e.resourceVersion <= this.resourceVersion) continue;
+        const type = deliveredAs(this, e);
+        if (type === undefined) continue;
+        this.#sentRV = e.resourceVersion;
+        frame = this.#encoding.event(this.#r.info, e, type);
+        if (frame === undefined) failure = `unable to encode watch object at resourceVersion ${e.resourceVersion}`;
+      }
+      if (frame === undefined) {
+        this.#startBytes += bytes;
+        this.#endStart();
         this.#queue = undefined;
         this.#queued = 0;
-        this.endWith(newInternalError(`unable to encode watch object ${o.key}`));
+        this.endWith(newInternalError(failure!));
         return batch;
       }
-      for (const p of parts) {
-        batch.push(p);
-        bytes += p.length;
+      if (Array.isArray(frame)) {
+        for (const p of frame) {
+          batch.push(p);
+          bytes += p.length;
+        }
+      } else {
+        batch.push(frame);
+        bytes += frame.length;
       }
     }
-    this.#initialBytes += bytes;
-    if (this.#initialNext >= objects.length) this.#endInitial();
+    this.#startBytes += bytes;
+    if (this.#startNext >= length) this.#endStart();
+    if (events && bytes > 0) noteServed();
     return batch;
   }
 
-  #endInitial(): void {
-    const written = this.#initialWritten;
+  #endStart(): void {
+    const written = this.#startWritten;
     this.#initial = undefined;
-    this.#initialWritten = undefined;
-    written?.(this.#initialBytes);
+    this.#backlog = undefined;
+    this.#startWritten = undefined;
+    written?.(this.#startBytes);
   }
 
   /** Queues the bookmark that ends a watch-list's initial events. */
@@ -321,7 +366,7 @@ export class CacheWatcher implements WatchFilter, Sleeper {
   #stop(): void {
     this.#closed = true;
     this.#queue = undefined;
-    if (this.#initial) this.#endInitial();
+    if (this.#initial || this.#backlog) this.#endStart();
     this.#r.watchers.remove(this);
     this.#r.watchers.clock.cancel(this);
   }
@@ -355,13 +400,14 @@ export class CacheWatcher implements WatchFilter, Sleeper {
     this.#writing = true;
     while (!this.#closed) {
       let parts: Buffer[];
-      const initial = this.#initial;
-      if (initial) parts = this.#nextInitialBatch(initial);
+      if (this.#initial || this.#backlog) parts = this.#nextStartBatch();
       else if (this.#queue !== undefined) {
         parts = this.#queue;
         this.#queue = undefined;
         this.#queued = 0;
       } else break;
+      // A batch of events that all passed this watch by.
+      if (parts.length === 0) continue;
       if (!writeParts(this.#res, parts) && !(await drained(this.#res))) {
         this.#stop();
         break;

@@ -1,6 +1,7 @@
 // A consistent watch-list served from the cache (serve/watch.ts): its initial events go out before
 // the proof that the cache is as new as the apiserver, and only its end bookmark waits for it. And
-// a watch-list's initial state is written as the client reads it, however large.
+// what a watch starts with (a watch-list's initial state, or the events since a resourceVersion)
+// is written as the client reads it, however large.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Store } from '../../src/store/store.ts';
@@ -143,13 +144,15 @@ class SlowClient extends RecordedResponse {
   }
 }
 
+// 512 KiB each: 48 of them are 24 MiB, past the 16 MiB of unsent events that close a watcher whose
+// client does not keep up.
+const value = 'x'.repeat(512 * 1024);
+const large = (name: string, rv: number): CachedObject => ({ ...obj(name, rv), item: Buffer.from(JSON.stringify({ metadata: { name, resourceVersion: String(rv) }, data: { v: value } })) });
+const padded = (i: number): string => `o${String(i).padStart(2, '0')}`;
+
 test('a watch-list\'s initial state larger than a watcher may queue goes out whole as the client reads it, then its end bookmark, then what changed meanwhile', { timeout: 10_000 }, async () => {
   const s = setup();
-  // 48 objects of 512 KiB: 24 MiB, past the 16 MiB of unsent events that close a watcher whose
-  // client does not keep up.
-  const value = 'x'.repeat(512 * 1024);
-  const large = (name: string, rv: number): CachedObject => ({ ...obj(name, rv), item: Buffer.from(JSON.stringify({ metadata: { name, resourceVersion: String(rv) }, data: { v: value } })) });
-  s.store.replace(Array.from({ length: 48 }, (_, i) => large(`o${String(i).padStart(2, '0')}`, 100 + i)), 200);
+  s.store.replace(Array.from({ length: 48 }, (_, i) => large(padded(i), 100 + i)), 200);
   const res = new SlowClient();
   const observer = { consistentRead: () => undefined, consistentBytes: () => undefined };
   const served = await serveWatch(s.r, { ...plan, initial: 'any' }, res, process.hrtime.bigint(), observer);
@@ -162,6 +165,24 @@ test('a watch-list\'s initial state larger than a watcher may queue goes out who
     await turn();
   }
   assert.equal(res.ended, false, `the watch ended after ${res.lines.length} lines`);
-  assert.deepEqual(delivered(res), [...Array.from({ length: 48 }, (_, i) => `ADDED o${String(i).padStart(2, '0')}@${100 + i}`), 'BOOKMARK @200 end', 'MODIFIED o00@201']);
+  assert.deepEqual(delivered(res), [...Array.from({ length: 48 }, (_, i) => `ADDED ${padded(i)}@${100 + i}`), 'BOOKMARK @200 end', 'MODIFIED o00@201']);
+  (served as CacheWatcher).close();
+});
+
+test('a watch from a resourceVersion with more changes since than a watcher may queue gets them all as the client reads them, then what follows', { timeout: 10_000 }, async () => {
+  const s = setup();
+  for (let i = 0; i < 48; i++) s.store.apply('ADDED', large(padded(i), 13 + i));
+  const res = new SlowClient();
+  const observer = { consistentRead: () => undefined, consistentBytes: () => undefined };
+  const served = await serveWatch(s.r, { ...plan, initial: undefined, initialEventsEnd: false, resourceVersion: 12 }, res, process.hrtime.bigint(), observer);
+  assert.ok(!('forward' in served), 'forwarded');
+  assert.ok(res.lines.length < 48, `${res.lines.length} lines written before the client read any`);
+  s.store.apply('DELETED', obj('a', 61));
+  for (let i = 0; i < 1000 && !res.ended && res.lines.length < 49; i++) {
+    res.read();
+    await turn();
+  }
+  assert.equal(res.ended, false, `the watch ended after ${res.lines.length} lines`);
+  assert.deepEqual(delivered(res), [...Array.from({ length: 48 }, (_, i) => `ADDED ${padded(i)}@${13 + i}`), 'DELETED a@61']);
   (served as CacheWatcher).close();
 });
