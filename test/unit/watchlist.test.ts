@@ -154,8 +154,10 @@ test('a watch-list\'s initial state larger than a watcher may queue goes out who
   const s = setup();
   s.store.replace(Array.from({ length: 48 }, (_, i) => large(padded(i), 100 + i)), 200);
   const res = new SlowClient();
-  const observer = { consistentRead: () => undefined, consistentBytes: () => undefined };
-  const served = await serveWatch(s.r, { ...plan, initial: 'any' }, res, process.hrtime.bigint(), observer);
+  // Served as a consistent read (the cache policy): its initial state's bytes are counted once sent.
+  const counted: number[] = [];
+  const observer = { consistentRead: () => undefined, consistentBytes: (_r: string, _s: string, bytes: number) => void counted.push(bytes) };
+  const served = await serveWatch(s.r, { ...plan, initial: 'any', consistentRead: true }, res, process.hrtime.bigint(), observer);
   assert.ok(!('forward' in served), 'forwarded');
   // The client has read nothing yet: a batch is out, the rest waits for it.
   assert.ok(res.lines.length < 48, `${res.lines.length} lines written before the client read any`);
@@ -166,6 +168,7 @@ test('a watch-list\'s initial state larger than a watcher may queue goes out who
   }
   assert.equal(res.ended, false, `the watch ended after ${res.lines.length} lines`);
   assert.deepEqual(delivered(res), [...Array.from({ length: 48 }, (_, i) => `ADDED ${padded(i)}@${100 + i}`), 'BOOKMARK @200 end', 'MODIFIED o00@201']);
+  assert.deepEqual(counted, [res.lines.slice(0, 48).reduce((n, l) => n + Buffer.byteLength(l) + 1, 0)]);
   (served as CacheWatcher).close();
 });
 
