@@ -3,7 +3,7 @@
 // selector transitions produce. Compared side by side with watches on the apiserver itself.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { request, type Agent } from 'undici';
 import { KubeConfig, makeInformer, CoreV1Api, type V1ConfigMap } from '@kubernetes/client-node';
 import { loadEnv, type TestEnv } from '../env/testenv.ts';
@@ -45,6 +45,16 @@ function watch(origin: string, path: string): { events: Event[]; raw: string[]; 
     }
   })();
   return { events, raw, stop: () => abort.abort(), ended };
+}
+
+/** client-go's informer on a namespace's ConfigMaps (the test environment's informer command), through `origin`. */
+function informer(origin: string, namespace: string): { child: ChildProcessWithoutNullStreams; out: () => string; err: () => string } {
+  const child = spawn(env.informer, ['--server', origin, '--token', env.tokens.admin, '--ca', env.caFile, '--namespace', namespace], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+  return { child, out: () => out, err: () => err };
 }
 
 const settle = async (check: () => boolean, ms = 10_000) => {
@@ -223,16 +233,10 @@ test('per-node pod watches see a pod arrive on their node when it is bound, and 
 });
 
 test('a client-go informer (watch-list, protobuf preferred) through Levee converges on the apiserver\'s state', async () => {
-  const child = spawn(env.informer, ['--server', levee.url.origin, '--token', env.tokens.admin, '--ca', env.caFile, '--namespace', ns], {
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+  const { child, out, err } = informer(levee.url.origin, ns);
   try {
-    await settle(() => out.includes('synced\n'), 20_000);
-    assert.match(out, /synced/, err);
+    await settle(() => out().includes('synced\n'), 20_000);
+    assert.match(out(), /synced/, err());
     const cm = `${env.server}/api/v1/namespaces/${ns}/configmaps`;
     for (let i = 0; i < 20; i++) {
       await send('POST', cm, agent, env.tokens.admin, { metadata: { name: `go-${i}` } });
@@ -245,10 +249,10 @@ test('a client-go informer (watch-list, protobuf preferred) through Levee conver
       .join(' ');
     let have = '';
     for (let i = 0; i < 100 && have !== want; i++) {
-      const before = out.length;
+      const before = out().length;
       child.stdin.write('dump\n');
-      await settle(() => out.length > before && out.endsWith('\n'), 2000);
-      have = out.slice(before).trim().split('\n').at(-1) ?? '';
+      await settle(() => out().length > before && out().endsWith('\n'), 2000);
+      have = out().slice(before).trim().split('\n').at(-1) ?? '';
       if (have !== want) await new Promise((r) => setTimeout(r, 100));
     }
     assert.equal(have, want);
@@ -302,14 +306,10 @@ test('a watch that starts with more than a watcher may queue (16 MiB) gets it wh
     assert.ok(ended(viaLevee), 'no initial-events-end bookmark through Levee');
     // client-go's informer (protobuf preferred, HTTP/2) through Levee: it syncs, rather than see
     // its watch-list cut short and start again.
-    const child = spawn(env.informer, ['--server', levee.url.origin, '--token', env.tokens.admin, '--ca', env.caFile, '--namespace', large], { stdio: ['pipe', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+    const { child, out, err } = informer(levee.url.origin, large);
     try {
-      await settle(() => out.includes('synced\n'), 30_000);
-      assert.match(out, /synced/, err.slice(-2000));
+      await settle(() => out().includes('synced\n'), 30_000);
+      assert.match(out(), /synced/, err().slice(-2000));
     } finally {
       child.stdin.end();
       child.kill();

@@ -142,6 +142,13 @@ class SlowClient extends RecordedResponse {
     this.unread = 0;
     this.emit('drain');
   }
+  /** Reads as the watch writes, until `lines` lines have come or it has ended. */
+  async readUntil(lines: number): Promise<void> {
+    for (let i = 0; i < 1000 && !this.ended && this.lines.length < lines; i++) {
+      this.read();
+      await turn();
+    }
+  }
 }
 
 // 512 KiB each: 48 of them are 24 MiB, past the 16 MiB of unsent events that close a watcher whose
@@ -162,10 +169,7 @@ test('a watch-list\'s initial state larger than a watcher may queue goes out who
   // The client has read nothing yet: a batch is out, the rest waits for it.
   assert.ok(res.lines.length < 48, `${res.lines.length} lines written before the client read any`);
   s.store.apply('MODIFIED', large('o00', 201));
-  for (let i = 0; i < 1000 && !res.ended && res.lines.length < 50; i++) {
-    res.read();
-    await turn();
-  }
+  await res.readUntil(50);
   assert.equal(res.ended, false, `the watch ended after ${res.lines.length} lines`);
   assert.deepEqual(delivered(res), [...Array.from({ length: 48 }, (_, i) => `ADDED ${padded(i)}@${100 + i}`), 'BOOKMARK @200 end', 'MODIFIED o00@201']);
   assert.deepEqual(counted, [res.lines.slice(0, 48).reduce((n, l) => n + Buffer.byteLength(l) + 1, 0)]);
@@ -181,10 +185,7 @@ test('a watch from a resourceVersion with more changes since than a watcher may 
   assert.ok(!('forward' in served), 'forwarded');
   assert.ok(res.lines.length < 48, `${res.lines.length} lines written before the client read any`);
   s.store.apply('DELETED', obj('a', 61));
-  for (let i = 0; i < 1000 && !res.ended && res.lines.length < 49; i++) {
-    res.read();
-    await turn();
-  }
+  await res.readUntil(49);
   assert.equal(res.ended, false, `the watch ended after ${res.lines.length} lines`);
   assert.deepEqual(delivered(res), [...Array.from({ length: 48 }, (_, i) => `ADDED ${padded(i)}@${13 + i}`), 'DELETED a@61']);
   (served as CacheWatcher).close();
