@@ -64,6 +64,8 @@ export function deliveredAs(f: WatchFilter, e: StoreEvent): WatchEventType | und
   return undefined;
 }
 
+const unencodable = (e: StoreEvent): string => `unable to encode watch object at resourceVersion ${e.resourceVersion}`;
+
 // The apiserver's defaults: a bookmark about every minute and 2 s before the deadline.
 const BOOKMARK_EVERY_MS = 60_000;
 const BOOKMARK_BEFORE_DEADLINE_MS = 2_000;
@@ -167,19 +169,26 @@ export class CacheWatcher implements WatchFilter, Sleeper {
   }
 
   offer(e: StoreEvent): void {
-    if (this.#closed || e.resourceVersion <= this.resourceVersion) return;
-    const type = deliveredAs(this, e);
-    if (type === undefined) return;
-    this.#sentRV = e.resourceVersion;
-    const frame = this.#encoding.event(this.#r.info, e, type);
+    if (this.#closed) return;
+    const frame = this.#frameOf(e);
+    if (frame === null) return;
     // An object the representation cannot write exactly ends the watch with an error rather than
     // leave the client a gap it cannot see.
     if (frame === undefined) {
-      this.endWith(newInternalError(`unable to encode watch object at resourceVersion ${e.resourceVersion}`));
+      this.endWith(newInternalError(unencodable(e)));
       return;
     }
     this.#send(frame);
     noteServed();
+  }
+
+  /** The frame of `e` for this watch, now counted as sent; null: not one it receives; undefined: it cannot be written. */
+  #frameOf(e: StoreEvent): Buffer | null | undefined {
+    if (e.resourceVersion <= this.resourceVersion) return null;
+    const type = deliveredAs(this, e);
+    if (type === undefined) return null;
+    this.#sentRV = e.resourceVersion;
+    return this.#encoding.event(this.#r.info, e, type);
   }
 
   /**
@@ -236,12 +245,10 @@ export class CacheWatcher implements WatchFilter, Sleeper {
         if (frame === undefined) failure = `unable to encode watch object ${o.key}`;
       } else {
         const e = events![this.#startNext++]!;
-        if (e.resourceVersion <= this.resourceVersion) continue;
-        const type = deliveredAs(this, e);
-        if (type === undefined) continue;
-        this.#sentRV = e.resourceVersion;
-        frame = this.#encoding.event(this.#r.info, e, type);
-        if (frame === undefined) failure = `unable to encode watch object at resourceVersion ${e.resourceVersion}`;
+        const f = this.#frameOf(e);
+        if (f === null) continue;
+        frame = f;
+        if (frame === undefined) failure = unencodable(e);
       }
       if (frame === undefined) {
         this.#startBytes += bytes;
