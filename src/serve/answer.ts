@@ -24,7 +24,7 @@ import type { Admitted } from './admission.ts';
 import { decide, type ForwardReason, type ReadPlan, type WatchPlan } from './decide.ts';
 import { serveRead } from './read.ts';
 import { answersAtLeast } from '../store/query.ts';
-import { serveWatch } from './watch.ts';
+import { serveWatch, type ServedWatch } from './watch.ts';
 
 export interface AnswerDeps {
   guard: AccessGuard;
@@ -38,7 +38,7 @@ export interface AnswerDeps {
 
 /** A watch answered from the cache: its end, and its re-authorization to stop then. */
 export interface CachedWatch {
-  done: Promise<number>;
+  watch: ServedWatch;
   recheck: WatchEntry | undefined;
 }
 
@@ -174,7 +174,7 @@ function answerAdmitted(
       const recheck = deps.watchReauthorizer?.add(admitted.credential, attrs, watching);
       // Wrapped, not awaited: a suspended async frame keeps every local it held (the query, the
       // decision) until the watch ends, hours later, in each of thousands of watches.
-      return { watching: { done: watching.done, recheck } };
+      return { watching: { watch: watching, recheck } };
     });
   }
   return then(serveRead(cached, plan, res, arrivedAt, deps.metrics.cache, requestId), (served) => ('forward' in served ? served : { answered: served.code }));

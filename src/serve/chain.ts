@@ -30,7 +30,7 @@ import type { Handlers } from '../http/listener.ts';
 import { writeStatus, writeText } from '../http/respond.ts';
 import { TimeoutResponse } from '../http/timeoutwriter.ts';
 import type { Logger } from '../log/logger.ts';
-import { metricVerb, type GatewayMetrics, type Source } from '../metrics/metrics.ts';
+import { metricVerb, type GatewayMetrics, type RequestLabels, type Source } from '../metrics/metrics.ts';
 import { coalescingKey, type Flight, type ReadCoalescer } from '../upstream/coalesce.ts';
 import { forward, UpstreamUnavailableError } from '../upstream/forward.ts';
 import type { UpstreamPools } from '../upstream/pools.ts';
@@ -106,6 +106,34 @@ class Record {
     this.path = q === -1 ? this.url : this.url.slice(0, q);
     this.query = q === -1 ? '' : this.url.slice(q + 1);
   }
+}
+
+const NO_SEATS: Admitted['seats'] = [];
+
+/**
+ * A copy of `s` that holds nothing else. A slice keeps the whole string it was cut from alive: a
+ * watch's path would keep its URL for as long as the watch lasts.
+ */
+function detached(s: string): string {
+  const encoding = /[\u0100-\uffff]/.test(s) ? 'utf16le' : 'latin1';
+  return Buffer.from(s, encoding).toString(encoding);
+}
+
+/** What the end of a request records: its metrics, its log line, its seats given back. */
+interface Ending {
+  readonly id: string;
+  readonly started: bigint;
+  /** The seats it holds until then. */
+  readonly seats: Admitted['seats'];
+  readonly longRunning: boolean;
+  /** Its labels among the requests of the Kubernetes API; none for a request that is not one. */
+  readonly labels: RequestLabels | undefined;
+  readonly user: string | undefined;
+  readonly verb: string;
+  readonly path: string;
+  readonly resource: string | undefined;
+  readonly namespace: string | undefined;
+  readonly source: Source;
 }
 
 export function createHandlers(deps: ChainDeps): Handlers {
@@ -244,17 +272,19 @@ export function createHandlers(deps: ChainDeps): Handlers {
   /**
    * Finishes a cache watch when it ends, hours later. Not a closure inside `request`: that one would
    * share the request's context, which holds the request itself (`refuse` names it), and keep its
-   * headers alive for as long as the watch, in each of thousands of watches. This one holds the
-   * record and the response.
+   * headers alive for as long as the watch, in each of thousands of watches. This one holds what
+   * its end will need, taken now (the user too, whose review may have left the cache by then), and
+   * the response: not the record, whose request info, URL and credential each idle watch would
+   * keep (about 500 bytes).
    */
   const whenWatchEnds = (r: Record, res: DownstreamResponse, watching: CachedWatch): void => {
-    const { done, recheck } = watching;
-    const ended = (code: number): void => {
+    const { watch, recheck } = watching;
+    const ending = { ...endOf(r), path: detached(r.path) };
+    watch.whenEnded((code) => {
       if (recheck) deps.watchReauthorizer?.remove(recheck);
-      metrics.longRunning.dec(labelsOf(r, 'cache'));
-      finish(r, code || res.statusCode);
-    };
-    done.then(ended, () => ended(500));
+      if (ending.labels) metrics.longRunning.dec(ending.labels);
+      record(ending, code || res.statusCode);
+    });
   };
 
   /**
@@ -283,25 +313,45 @@ export function createHandlers(deps: ChainDeps): Handlers {
   };
 
   /** The request's metrics and its log line; its seats given back. */
-  const finish = (r: Record, code: number): void => {
-    release(r.admitted);
-    const seconds = Number(process.hrtime.bigint() - r.started) / 1e9;
-    if (r.info) {
-      const labels = { ...labelsOf(r, r.source), code: String(code) };
-      metrics.requests.inc(labels);
-      if (!r.admitted?.longRunning) metrics.duration.observe(labels, seconds);
-    }
+  const finish = (r: Record, code: number): void => record(endOf(r), code);
+
+  /** What a request's end records, from its record as it stands. */
+  const endOf = (r: Record): Ending => {
+    const info = r.info;
     const credential = r.admitted?.credential;
+    return {
+      id: r.id,
+      started: r.started,
+      seats: r.admitted?.seats ?? NO_SEATS,
+      longRunning: r.admitted?.longRunning === true,
+      labels: info ? labelsOf(r, r.source) : undefined,
+      user: credential ? deps.guard.knownUser(credential)?.username : undefined,
+      verb: info?.verb ?? r.method,
+      path: r.path,
+      resource: info?.resource || undefined,
+      namespace: info?.namespace || undefined,
+      source: r.source,
+    };
+  };
+
+  const record = (e: Ending, code: number): void => {
+    release(e);
+    const seconds = Number(process.hrtime.bigint() - e.started) / 1e9;
+    if (e.labels) {
+      const labels = { ...e.labels, code: String(code) };
+      metrics.requests.inc(labels);
+      if (!e.longRunning) metrics.duration.observe(labels, seconds);
+    }
     logger.info(
       {
-        requestId: r.id,
-        user: credential ? deps.guard.knownUser(credential)?.username : undefined,
-        verb: r.info?.verb ?? r.method,
-        path: r.path,
-        resource: r.info?.resource || undefined,
-        namespace: r.info?.namespace || undefined,
+        requestId: e.id,
+        user: e.user,
+        verb: e.verb,
+        path: e.path,
+        resource: e.resource,
+        namespace: e.namespace,
         code,
-        source: r.source,
+        source: e.source,
         latencyMs: Math.round(seconds * 1e6) / 1e3,
       },
       'request',

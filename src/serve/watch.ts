@@ -21,8 +21,8 @@ import type { WatchPlan } from './decide.ts';
 const MIN_REQUEST_TIMEOUT_S = 1800;
 
 export interface ServedWatch {
-  /** Settles with the status code once the watch has ended. */
-  done: Promise<number>;
+  /** Calls `listener` with the status code once the watch has ended. */
+  whenEnded(listener: (code: number) => void): void;
   /** Ends the watch early with an ERROR event carrying this Status, after what is already queued. */
   endWith(status: Status): void;
 }
@@ -97,7 +97,7 @@ export async function serveWatch(
       else watcher.endWith(newTimeout('the apiserver\'s current resourceVersion could not be learned'));
     });
   }
-  // The watcher is its own handle (done, endWith): no wrapper object or closure per watch.
+  // The watcher is its own handle (whenEnded, endWith): no wrapper object or closure per watch.
   return watcher;
 }
 

@@ -119,8 +119,13 @@ export class CacheWatcher implements WatchFilter, Sleeper {
   /** Its initial events are sent, their end bookmark waits (awaitInitialEventsEnd); no other bookmark before it. */
   #initialEventsOpen = false;
   #sentRV: number;
-  readonly #done: Promise<number>;
-  #finish!: (code: number) => void;
+  /**
+   * Told once, when the watch has ended, the status its response was given. A callback, not a
+   * promise: a promise, its resolver and the reaction of whoever awaits it cost about 300 bytes
+   * that every idle watch would hold for as long as it lasts.
+   */
+  #onEnd: ((code: number) => void) | undefined;
+  #endedWith: number | undefined;
   #deadline = 0;
   #nextBookmark = NONE;
   #deadlineBookmark = NONE;
@@ -137,7 +142,6 @@ export class CacheWatcher implements WatchFilter, Sleeper {
     this.resourceVersion = filter.resourceVersion;
     this.#res = res;
     this.#sentRV = filter.resourceVersion;
-    this.#done = new Promise((resolve) => (this.#finish = resolve));
     this.#timeoutMs = Math.round(timing.timeoutMs);
     this.#startClock(timing.bookmarks);
     watcherOf.set(res, this);
@@ -156,9 +160,27 @@ export class CacheWatcher implements WatchFilter, Sleeper {
     this.#deadlineBookmark = bookmarks && this.#timeoutMs > BOOKMARK_BEFORE_DEADLINE_MS ? this.#deadline - BOOKMARK_BEFORE_DEADLINE_MS : NONE;
   }
 
+  /**
+   * Calls `listener` with the status its response was given once the watch has ended (in a
+   * microtask, as a promise's reaction would run), or at once if it has.
+   */
+  whenEnded(listener: (code: number) => void): void {
+    if (this.#endedWith !== undefined) {
+      listener(this.#endedWith);
+      return;
+    }
+    const before = this.#onEnd;
+    this.#onEnd = before
+      ? (code) => {
+          before(code);
+          listener(code);
+        }
+      : listener;
+  }
+
   /** Settles when the watch has ended, with the status its response was given. */
   get done(): Promise<number> {
-    return this.#done;
+    return new Promise((resolve) => this.whenEnded(resolve));
   }
 
   /** Receives live events from now on, and keeps time: bookmarks and the deadline. */
@@ -382,7 +404,10 @@ export class CacheWatcher implements WatchFilter, Sleeper {
     this.#res.off('close', closeWatcher);
     watcherOf.delete(this.#res);
     if (!this.#res.destroyed) this.#res.end();
-    this.#finish(200);
+    this.#endedWith = 200;
+    const listener = this.#onEnd;
+    this.#onEnd = undefined;
+    if (listener) queueMicrotask(() => listener(200));
   }
 
   /** Queues a frame, whole or as its parts; returns its length. */

@@ -198,6 +198,48 @@ test('request logs: request id (the client\'s Audit-Id), user, verb, resource, s
   for (const token of Object.values(env.tokens)) assert.equal(levee.output().includes(token), false, 'a token was logged');
 });
 
+test('a watch from the cache is logged when it ends, with the user its review named at the start, and leaves the long-running gauge', async () => {
+  // The token's review is reused for 1 s: the watch ends 3 s after it began, when the review that
+  // named its user has left the cache.
+  const short = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra: ['--cache', 'configmaps', '--token-cache-ttl', '1s'] });
+  try {
+    for (let i = 0; i < 200 && (await get(`${short.url.origin}/readyz`, agent)).status !== 200; i++) await sleep(50);
+    const gauge = async (): Promise<number> => {
+      const text = (await get(`${short.url.origin}/metrics`, agent)).body;
+      const sample = text.split('\n').find((l) => l.startsWith('levee_longrunning_requests{verb="WATCH",group="",resource="configmaps",subresource="",source="cache"}'));
+      return sample ? Number(sample.split(' ').at(-1)) : 0;
+    };
+    const auditId = `watch-${suffix()}`;
+    const watch = await request(`${short.url.origin}/api/v1/namespaces/${ns}/configmaps?watch=true&resourceVersion=0&timeoutSeconds=3`, {
+      dispatcher: agent,
+      headers: { authorization: `Bearer ${env.tokens.admin}`, 'audit-id': auditId },
+    });
+    assert.equal(watch.statusCode, 200);
+    assert.equal(await gauge(), 1);
+    // The watch's deadline ends it, as the apiserver ends a watch at its timeoutSeconds.
+    await watch.body.text();
+    let line: Record<string, unknown> | undefined;
+    for (let i = 0; i < 100 && !line; i++) {
+      await sleep(50);
+      line = short
+        .output()
+        .split('\n')
+        .filter((l) => l.includes(auditId))
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .find((l) => l.msg === 'request');
+    }
+    assert.ok(line, 'no request line for the watch');
+    assert.deepEqual(
+      { user: line.user, verb: line.verb, path: line.path, resource: line.resource, namespace: line.namespace, code: line.code, source: line.source },
+      { user: 'admin', verb: 'watch', path: `/api/v1/namespaces/${ns}/configmaps`, resource: 'configmaps', namespace: ns, code: 200, source: 'cache' },
+    );
+    assert.equal((line.latencyMs as number) >= 3000, true, `the watch lasted ${String(line.latencyMs)} ms`);
+    assert.equal(await gauge(), 0);
+  } finally {
+    await short.stop();
+  }
+});
+
 test('start-up logs: each resource\'s sync with its rate, then the time to ready', () => {
   const lines = levee
     .output()
