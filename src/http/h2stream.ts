@@ -11,7 +11,20 @@ import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import { constants, type IncomingHttpHeaders as Http2IncomingHeaders, type ServerHttp2Stream } from 'node:http2';
 import type { Socket } from 'node:net';
 
-const { NGHTTP2_FLAG_END_STREAM, HTTP2_HEADER_STATUS } = constants;
+const { NGHTTP2_FLAG_END_STREAM, HTTP2_HEADER_STATUS, HTTP2_HEADER_DATE } = constants;
+
+// The Date header, one string for every response of the same second, as Node's own: a string
+// made for each would be kept by its stream for as long as the stream lives.
+let dateSecond = -1;
+let dateValue = '';
+function httpDate(): string {
+  const second = Math.floor(Date.now() / 1000);
+  if (second !== dateSecond) {
+    dateSecond = second;
+    dateValue = new Date(second * 1000).toUTCString();
+  }
+  return dateValue;
+}
 
 /** A request whose headers ended its stream (no body follows), and that compat need not see. */
 export function servesOnCoreStream(headers: Http2IncomingHeaders, flags: number): boolean {
@@ -93,17 +106,22 @@ export class StreamResponse extends EventEmitter {
     // A flat name/value list rather than an object: Node keeps what respond() was given for as long
     // as the stream lives, and an object it builds from one has a null prototype, which V8 keeps
     // as a dictionary of about 500 bytes; the list is a tenth of that.
+    // The list holds its Date, which Node would otherwise push onto it, and is passed on as a copy
+    // of exactly its length: a list grown by push has room for about twice its entries.
     const head: string[] = [HTTP2_HEADER_STATUS, String(statusCode)];
+    let dated = false;
     if (headers) {
       for (const name in headers) {
         const value = headers[name];
         if (value === undefined) continue;
         const lower = name.toLowerCase();
+        if (lower === HTTP2_HEADER_DATE) dated = true;
         if (Array.isArray(value)) for (const v of value) head.push(lower, v);
         else head.push(lower, String(value));
       }
     }
-    stream.respond(head);
+    if (!dated) head.push(HTTP2_HEADER_DATE, httpDate());
+    stream.respond(head.slice());
     return this;
   }
 
