@@ -53,6 +53,21 @@ after(async () => {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** The request's log line, by its Audit-Id, once Levee has written it (within 5 s). */
+async function requestLine(l: LeveeProcess, auditId: string): Promise<Record<string, unknown> | undefined> {
+  for (let i = 0; i < 100; i++) {
+    await sleep(50);
+    const line = l
+      .output()
+      .split('\n')
+      .filter((x) => x.includes(auditId))
+      .map((x) => JSON.parse(x) as Record<string, unknown>)
+      .find((x) => x.msg === 'request');
+    if (line) return line;
+  }
+  return undefined;
+}
+
 interface Exposition {
   /** Metric family name → type, from the # TYPE lines. */
   types: Map<string, string>;
@@ -179,16 +194,7 @@ test('request logs: request id (the client\'s Audit-Id), user, verb, resource, s
   const auditId = `audit-${suffix()}`;
   const answer = await get(`${levee.url.origin}/api/v1/namespaces/${ns}/configmaps?resourceVersion=0`, agent, env.tokens.bob, { 'audit-id': auditId });
   assert.equal(answer.status, 403);
-  let line: Record<string, unknown> | undefined;
-  for (let i = 0; i < 100 && !line; i++) {
-    await sleep(50);
-    line = levee
-      .output()
-      .split('\n')
-      .filter((l) => l.includes(auditId))
-      .map((l) => JSON.parse(l) as Record<string, unknown>)
-      .find((l) => l.msg === 'request');
-  }
+  const line = await requestLine(levee, auditId);
   assert.ok(line, 'no request line');
   assert.deepEqual(
     { requestId: line.requestId, user: line.user, verb: line.verb, resource: line.resource, namespace: line.namespace, code: line.code, source: line.source },
@@ -218,16 +224,7 @@ test('a watch from the cache is logged when it ends, with the user its review na
     assert.equal(await gauge(), 1);
     // The watch's deadline ends it, as the apiserver ends a watch at its timeoutSeconds.
     await watch.body.text();
-    let line: Record<string, unknown> | undefined;
-    for (let i = 0; i < 100 && !line; i++) {
-      await sleep(50);
-      line = short
-        .output()
-        .split('\n')
-        .filter((l) => l.includes(auditId))
-        .map((l) => JSON.parse(l) as Record<string, unknown>)
-        .find((l) => l.msg === 'request');
-    }
+    const line = await requestLine(short, auditId);
     assert.ok(line, 'no request line for the watch');
     assert.deepEqual(
       { user: line.user, verb: line.verb, path: line.path, resource: line.resource, namespace: line.namespace, code: line.code, source: line.source },
