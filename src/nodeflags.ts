@@ -13,6 +13,14 @@
 // survives): restart CPU 1.8 against 1.5 s, bench:watch --full and bench:workers within their
 // memory goals, but a 53 MB LIST streamed through grew RSS by 31.2 MB, more than
 // test/integration/stream.test.ts allows (24 MB, the answer itself being 53); reverted.
+// What bounds that growth is not the semi-space: V8 starts a young collection for the buffers it
+// holds outside its heap only once they pass twice --scavenger-max-new-space-capacity-mb (32 by
+// default; in MiB, doubled on 64-bit builds without pointer compression, as Node's). With 1–4 MiB
+// and that flag at 2 (8 MiB of buffers), the 53 MB LIST grew RSS by 4.7, 8.5 and 8.6 MB in three
+// runs (28.7, 24.6 and 10.2 without the flag; 0.4 and 13.3 with the flags below). In the restart,
+// two runs: Levee's CPU 2.0 and 1.7 s (1.9–2.1 s in three runs of the flags below that evening),
+// but in the first, 143 watch-lists of a restart ended before their initial events did and two of
+// its three restarts took 5 s, where no run without the flag had an error; not kept.
 //
 // A small young generation promotes more short-lived objects, and a cache turns over its old
 // generation on every change (the new object stays, the old one is garbage). V8 sizes the old
