@@ -32,5 +32,5 @@ EXPOSE 8443
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s \
   CMD ["node", "-e", "const u=new URL(process.env.HEALTHCHECK_URL);require(u.protocol==='https:'?'node:https':'node:http').get(u,{rejectUnauthorized:false},r=>process.exit(r.statusCode===200?0:1)).on('error',()=>process.exit(1))"]
 # Flags as in src/nodeflags.ts.
-ENTRYPOINT ["node", "--max-semi-space-size=1", "--heap-growing-percent=100", "--external-memory-accounted-in-global-limit", "dist/cli.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=1", "--heap-growing-percent=100", "--external-memory-accounted-in-global-limit", "--no-memory-reducer-favors-memory", "dist/cli.js"]
 CMD ["--listen", "0.0.0.0:8443", "--tls-cert-file", "/etc/levee/tls/tls.crt", "--tls-private-key-file", "/etc/levee/tls/tls.key"]

@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=1 --heap-growing-percent=100 --external-memory-accounted-in-global-limit
+#!/usr/bin/env -S node --max-semi-space-size=1 --heap-growing-percent=100 --external-memory-accounted-in-global-limit --no-memory-reducer-favors-memory
 // levee: parse options, find the upstream, start the gateway, drain and stop on SIGTERM/SIGINT.
 import { unwatchFile, watchFile, type Stats } from 'node:fs';
 import { createLogger, type Logger } from './log/logger.ts';
