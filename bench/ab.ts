@@ -12,12 +12,15 @@
 //   npm run bench:ab -- --only watch-list    # the scenarios whose name holds this
 //
 // The baseline is checked out with `git worktree` beside this one (sharing node_modules, so a
-// baseline with other dependencies is not comparable) and removed afterwards. Uses whatever pods
+// baseline with other dependencies is not comparable) and removed afterwards; it runs with its own
+// Node flags (its src/nodeflags.ts), so a change of flags is measured too. Uses whatever pods
 // the test environment holds (bench:list or bench:watch generate them); brings it up bare.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { NODE_FLAGS } from '../src/nodeflags.ts';
 import { parseArgs } from 'node:util';
 import { quietEnv } from './lib/env.ts';
 import { startLevee, type LeveeProcess } from '../test/support/levee.ts';
@@ -65,6 +68,7 @@ const removeWorktree = (): void => {
   rmSync(worktree, { recursive: true, force: true });
 };
 if (!existsSync(join(worktree, 'node_modules'))) symlinkSync(join(root, 'node_modules'), join(worktree, 'node_modules'));
+const baselineFlags = ((await import(pathToFileURL(join(worktree, 'src/nodeflags.ts')).href)) as { NODE_FLAGS: readonly string[] }).NODE_FLAGS;
 
 const pinning = splitCpus();
 if (pinning) pinSelf(pinning.client);
@@ -74,7 +78,7 @@ let b: LeveeProcess | undefined;
 const sessions: ClientHttp2Session[] = [];
 try {
   // Their logs (a line per request) go to files, not through this client's event loop.
-  a = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra, cpus: pinning?.server, cli: join(worktree, 'src/cli.ts'), outputToFile: true });
+  a = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra, cpus: pinning?.server, cli: join(worktree, 'src/cli.ts'), leveeFlags: baselineFlags, outputToFile: true });
   b = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra, cpus: pinning?.server, outputToFile: true });
   for (const l of [a, b]) await waitReady(l, agent, 60_000);
   // Past the collections and compilations that follow a sync: they are no part of a request.
@@ -106,6 +110,7 @@ try {
     return performance.now() - started;
   };
   log(`A/B: ${targets.map((t) => t.name).join(' vs ')}; ${pods.length} pods sampled on ${nodes.length} nodes; ${REPS} rounds after ${WARMUP} warm-up` + (pinning ? `; client on CPU ${pinning.client}, both Levees on CPU ${pinning.server}` : ''));
+  if (baselineFlags.join(' ') !== NODE_FLAGS.join(' ')) log(`Node flags: baseline ${baselineFlags.join(' ')}; working tree ${NODE_FLAGS.join(' ')}`);
   const lines: string[] = ['| scenario | target | p50 ms | p99 ms | CPU µs per request |', '|---|---|---:|---:|---:|'];
   for (const s of scenarios.filter((x) => x.name.includes(flags.only))) {
     const ms: number[][] = targets.map(() => []);

@@ -31,6 +31,8 @@ export interface LeveeArgs {
   extra?: string[];
   /** Node flags besides Levee's own (src/nodeflags.ts). */
   nodeFlags?: string[];
+  /** Levee's own Node flags, in place of this checkout's (a baseline checkout runs with its own). */
+  leveeFlags?: readonly string[];
   /** Runs Levee on these CPUs only (taskset), as a benchmark pins the server under test. */
   cpus?: string;
   /** Also write everything it says to this file, as it says it (a long run's log to read while it runs). */
@@ -47,7 +49,7 @@ export interface LeveeArgs {
 
 export async function startLevee(args: LeveeArgs): Promise<LeveeProcess> {
   // The start-up line at info level tells the test the port; Levee always logs it.
-  const argv = [...NODE_FLAGS, ...(args.nodeFlags ?? []), args.cli ?? CLI, '--kubeconfig', args.kubeconfig, '--listen', '127.0.0.1:0', '--log-level', 'info'];
+  const argv = [...(args.leveeFlags ?? NODE_FLAGS), ...(args.nodeFlags ?? []), args.cli ?? CLI, '--kubeconfig', args.kubeconfig, '--listen', '127.0.0.1:0', '--log-level', 'info'];
   if (args.tls) argv.push('--tls-cert-file', args.tls.cert, '--tls-private-key-file', args.tls.key);
   if (args.auth) argv.push('--auth', args.auth);
   argv.push(...(args.extra ?? []));
