@@ -11,16 +11,11 @@
 //   npm run bench:ab -- --baseline HEAD~3 --reps 1000
 //   npm run bench:ab -- --only watch-list    # the scenarios whose name holds this
 //
-// The baseline is checked out with `git worktree` beside this one (sharing node_modules, so a
-// baseline with other dependencies is not comparable) and removed afterwards; it runs with its own
-// Node flags (its src/nodeflags.ts), so a change of flags is measured too. Uses whatever pods
-// the test environment holds (bench:list or bench:watch generate them); brings it up bare.
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+// The baseline is checked out beside this one, with its own Node flags, and removed afterwards
+// (bench/lib/baseline.ts). Uses whatever pods the test environment holds (bench:list or
+// bench:watch generate them); brings it up bare.
 import { NODE_FLAGS } from '../src/nodeflags.ts';
+import { checkoutBaseline } from './lib/baseline.ts';
 import { parseArgs } from 'node:util';
 import { quietEnv } from './lib/env.ts';
 import { startLevee, type LeveeProcess } from '../test/support/levee.ts';
@@ -48,7 +43,6 @@ const { values: flags } = parseArgs({
 const REPS = Number(flags.reps);
 const WARMUP = Number(flags.warmup);
 const log = (line: string): void => void process.stderr.write(`${line}\n`);
-const root = resolve(import.meta.dirname, '..');
 
 const env = await quietEnv();
 const agent = agentFor(env.caFile);
@@ -60,15 +54,7 @@ const pods = ((await sample.body.json()) as { items: Array<{ metadata: { namespa
 if (pods.length === 0) throw new Error('the test environment holds no pods: run bench:list or bench:watch first');
 const nodes = [...new Set(pods.map((p) => p.spec.nodeName).filter((n): n is string => !!n))];
 
-const worktree = mkdtempSync(join(tmpdir(), 'levee-ab-'));
-const baselineRef = execFileSync('git', ['rev-parse', '--short', flags.baseline], { cwd: root, encoding: 'utf8' }).trim();
-execFileSync('git', ['worktree', 'add', '--detach', worktree, baselineRef], { cwd: root, stdio: 'ignore' });
-const removeWorktree = (): void => {
-  execFileSync('git', ['worktree', 'remove', '--force', worktree], { cwd: root, stdio: 'ignore' });
-  rmSync(worktree, { recursive: true, force: true });
-};
-if (!existsSync(join(worktree, 'node_modules'))) symlinkSync(join(root, 'node_modules'), join(worktree, 'node_modules'));
-const baselineFlags = ((await import(pathToFileURL(join(worktree, 'src/nodeflags.ts')).href)) as { NODE_FLAGS: readonly string[] }).NODE_FLAGS;
+const baseline = await checkoutBaseline(flags.baseline);
 
 const pinning = splitCpus();
 if (pinning) pinSelf(pinning.client);
@@ -78,13 +64,13 @@ let b: LeveeProcess | undefined;
 const sessions: ClientHttp2Session[] = [];
 try {
   // Their logs (a line per request) go to files, not through this client's event loop.
-  a = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra, cpus: pinning?.server, cli: join(worktree, 'src/cli.ts'), leveeFlags: baselineFlags, outputToFile: true });
+  a = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra, cpus: pinning?.server, cli: baseline.cli, leveeFlags: baseline.flags, outputToFile: true });
   b = await startLevee({ kubeconfig: env.kubeconfig, tls: env.leveeServing, extra, cpus: pinning?.server, outputToFile: true });
   for (const l of [a, b]) await waitReady(l, agent, 60_000);
   // Past the collections and compilations that follow a sync: they are no part of a request.
   await new Promise((res) => setTimeout(res, 5000));
   const targets = [
-    { name: `baseline ${baselineRef}`, levee: a },
+    { name: `baseline ${baseline.ref}`, levee: a },
     { name: 'working tree', levee: b },
   ];
   // resourceVersion=0, as bench:list asks Levee: answered from the cache alone. Without it each
@@ -110,7 +96,7 @@ try {
     return performance.now() - started;
   };
   log(`A/B: ${targets.map((t) => t.name).join(' vs ')}; ${pods.length} pods sampled on ${nodes.length} nodes; ${REPS} rounds after ${WARMUP} warm-up` + (pinning ? `; client on CPU ${pinning.client}, both Levees on CPU ${pinning.server}` : ''));
-  if (baselineFlags.join(' ') !== NODE_FLAGS.join(' ')) log(`Node flags: baseline ${baselineFlags.join(' ')}; working tree ${NODE_FLAGS.join(' ')}`);
+  if (baseline.flags.join(' ') !== NODE_FLAGS.join(' ')) log(`Node flags: baseline ${baseline.flags.join(' ')}; working tree ${NODE_FLAGS.join(' ')}`);
   const lines: string[] = ['| scenario | target | p50 ms | p99 ms | CPU µs per request |', '|---|---|---:|---:|---:|'];
   for (const s of scenarios.filter((x) => x.name.includes(flags.only))) {
     const ms: number[][] = targets.map(() => []);
@@ -135,6 +121,6 @@ try {
   for (const session of sessions) session.close();
   await a?.stop();
   await b?.stop();
-  removeWorktree();
+  baseline.remove();
   await agent.close();
 }

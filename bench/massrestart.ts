@@ -40,11 +40,12 @@ import { pinProcess, pinSelf, splitCpus, unpinProcesses } from '../test/support/
 import { startLevee, writeKubeconfig, type LeveeProcess } from '../test/support/levee.ts';
 import { kubectl } from '../test/support/kubectl.ts';
 import { call, must, pool } from './lib/client.ts';
-import { ensureCluster, type ClusterSize } from './lib/pods.ts';
+import { ensureCluster } from './lib/pods.ts';
 import { cpuSeconds, rssBytes, testenvPids } from './lib/watchproc.ts';
 import { metric, parseMetrics, type Sample } from './lib/prom.ts';
 import { quantile } from './lib/stats.ts';
 import { agentPaths, captureWatchList, closeFleet, newFleet, runAgent, WATCH_LIST_QUERY } from './lib/agent.ts';
+import { agentIdentities, RESTART_CLUSTER } from './lib/restart.ts';
 import { startWatchReplay } from './lib/watchreplay.ts';
 
 const { values } = parseArgs({
@@ -68,43 +69,16 @@ const secureContext = createSecureContext({ ca });
 const admin = new Agent({ connect: { ca }, allowH2: false, connections: 32 });
 const token = env.tokens.admin;
 const log = (line: string): void => void process.stderr.write(`${line}\n`);
-const AGENTS_NS = 'levee-agents';
 // Between the agents' first start and their restart: their connections are closed, the servers
 // have seen them go.
 const RESTART_PAUSE_MS = 5000;
 
 // The cluster of the watch benchmark: 5,000 realistic pods on 1,000 nodes (reused when present).
-const size: ClusterSize = { pods: 5000, nodes: 1000, namespaces: 10, apps: 100 };
-const { layout } = await ensureCluster({ server: env.server, dispatcher: admin, token, size, concurrency: 32, log, etcd: env.etcd });
+const { layout } = await ensureCluster({ server: env.server, dispatcher: admin, token, size: RESTART_CLUSTER, concurrency: 32, log, etcd: env.etcd });
 const nodeOf = (i: number): string => layout.nodes[i % layout.nodes.length]!;
 
-// K identities: a service account each, in one namespace whose accounts may read pods and nodes.
-await must([201, 409], admin, token, 'POST', `${env.server}/api/v1/namespaces`, { metadata: { name: AGENTS_NS } });
-await must([201, 409], admin, token, 'POST', `${env.server}/apis/rbac.authorization.k8s.io/v1/clusterroles`, {
-  metadata: { name: 'levee-bench-agent' },
-  rules: [
-    { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
-    { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
-  ],
-});
-await must([201, 409], admin, token, 'POST', `${env.server}/apis/rbac.authorization.k8s.io/v1/clusterrolebindings`, {
-  metadata: { name: 'levee-bench-agent' },
-  roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'levee-bench-agent' },
-  subjects: [{ kind: 'Group', name: `system:serviceaccounts:${AGENTS_NS}`, apiGroup: 'rbac.authorization.k8s.io' }],
-});
-const tokens: string[] = [];
-async function tokenFor(namespace: string, name: string): Promise<string> {
-  const r = await must([201], admin, token, 'POST', `${env.server}/api/v1/namespaces/${namespace}/serviceaccounts/${name}/token`, {
-    apiVersion: 'authentication.k8s.io/v1',
-    kind: 'TokenRequest',
-    spec: { expirationSeconds: 7200 },
-  });
-  return (JSON.parse(r.body) as { status: { token: string } }).status.token;
-}
-await pool(K, 32, async (i) => {
-  await must([201, 409], admin, token, 'POST', `${env.server}/api/v1/namespaces/${AGENTS_NS}/serviceaccounts`, { metadata: { name: `agent-${i}` } });
-  tokens[i] = await tokenFor(AGENTS_NS, `agent-${i}`);
-});
+// K identities: a service account each, with a token (bench/lib/restart.ts).
+const { tokens, tokenFor } = await agentIdentities(env.server, admin, token, K);
 log(`${K} agent identities ready, over ${layout.nodes.length} nodes`);
 
 // ---------------------------------------------------------------- one phase
