@@ -44,6 +44,7 @@ import { cpuSeconds, machineCpuSeconds, rssBytes, testenvPids } from './lib/watc
 import { metric, parseMetrics, type Sample } from './lib/prom.ts';
 import { quantile } from './lib/stats.ts';
 import { closeFleet, newFleet, runAgent, type AgentResult, type Fleet } from './lib/agent.ts';
+import { AGENTS_NS, grantAgents } from './lib/restart.ts';
 
 const { values } = parseArgs({
   options: {
@@ -75,7 +76,6 @@ const seconds = (since: number): number => (performance.now() - since) / 1000;
 const mbOf = (b: number | null | undefined): number | null => (b === null || b === undefined ? null : Math.round(b / 1e5) / 10);
 
 const NS = 'levee-scale';
-const AGENTS_NS = 'levee-agents';
 const MARKER = 'scale-build';
 const nodeName = (n: number): string => `kwok-node-${n}`;
 
@@ -501,20 +501,8 @@ const rssAfterColdStart = { ...rssNow(), Levee: mbOf(levee.rss()) };
 
 // ---------------------------------------------------------------- 3. rolling restart
 
-await must([201, 409], admin, token, 'POST', `${api}/api/v1/namespaces`, { metadata: { name: AGENTS_NS } });
+await grantAgents(api, admin, token);
 await must([201, 409], admin, token, 'POST', `${api}/api/v1/namespaces/${AGENTS_NS}/serviceaccounts`, { metadata: { name: 'agent' } });
-await must([201, 409], admin, token, 'POST', `${api}/apis/rbac.authorization.k8s.io/v1/clusterroles`, {
-  metadata: { name: 'levee-bench-agent' },
-  rules: [
-    { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
-    { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
-  ],
-});
-await must([201, 409], admin, token, 'POST', `${api}/apis/rbac.authorization.k8s.io/v1/clusterrolebindings`, {
-  metadata: { name: 'levee-bench-agent' },
-  roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'levee-bench-agent' },
-  subjects: [{ kind: 'Group', name: `system:serviceaccounts:${AGENTS_NS}`, apiGroup: 'rbac.authorization.k8s.io' }],
-});
 // One ServiceAccount, a token per agent: what the pods of one DaemonSet are given.
 const tokens: string[] = [];
 const tokens0 = performance.now();

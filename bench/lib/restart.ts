@@ -1,6 +1,7 @@
 // What the restart benchmarks (bench:massrestart, bench:restartab) share: their cluster, and the
 // node agents' identities: a service account each, in one namespace whose accounts may read pods
 // and nodes, with a token each from the TokenRequest API, as a DaemonSet's pods get theirs.
+// bench:scale's agents read with the same grant.
 import type { Dispatcher } from 'undici';
 import { must, pool } from './client.ts';
 import type { ClusterSize } from './pods.ts';
@@ -17,7 +18,8 @@ export interface Identities {
   tokenFor: (namespace: string, name: string) => Promise<string>;
 }
 
-export async function agentIdentities(server: string, admin: Dispatcher, token: string, count: number): Promise<Identities> {
+/** The agents' namespace, and what its service accounts may read: pods and nodes. */
+export async function grantAgents(server: string, admin: Dispatcher, token: string): Promise<void> {
   await must([201, 409], admin, token, 'POST', `${server}/api/v1/namespaces`, { metadata: { name: AGENTS_NS } });
   await must([201, 409], admin, token, 'POST', `${server}/apis/rbac.authorization.k8s.io/v1/clusterroles`, {
     metadata: { name: 'levee-bench-agent' },
@@ -31,6 +33,10 @@ export async function agentIdentities(server: string, admin: Dispatcher, token: 
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'levee-bench-agent' },
     subjects: [{ kind: 'Group', name: `system:serviceaccounts:${AGENTS_NS}`, apiGroup: 'rbac.authorization.k8s.io' }],
   });
+}
+
+export async function agentIdentities(server: string, admin: Dispatcher, token: string, count: number): Promise<Identities> {
+  await grantAgents(server, admin, token);
   const tokenFor = async (namespace: string, name: string): Promise<string> => {
     const r = await must([201], admin, token, 'POST', `${server}/api/v1/namespaces/${namespace}/serviceaccounts/${name}/token`, {
       apiVersion: 'authentication.k8s.io/v1',
