@@ -1,11 +1,13 @@
 // A/B of Levee against itself in the mass restart: the working tree against a baseline commit, in
 // one run. bench:massrestart measures Levee against the apiserver, whose own restart takes 8–21 s
 // from one run to the next (its heap, the machine), and Levee's restarts within a run spread from
-// 1.9 to 3.1 s: a change worth a tenth of Levee's CPU does not show across runs. Here both Levees
+// 1.9 to 4.0 s: a change worth a tenth of Levee's CPU does not show across runs. Here both Levees
 // serve the same cluster, pinned to the same CPU (the agents on the other), and the same 2,000
 // agents restart against each in turn, in alternating order, so that what drifts falls on both.
 // Reported: each restart's time to all synced and each Levee's CPU for it, the medians, and in how
-// many pairs the working tree used less CPU.
+// many pairs the working tree used less CPU. The time waits on the apiserver's bookmark tick (the
+// consistency proof, docs/design.md §7) and spreads more than the CPU: two runs of ten pairs with
+// probes begun twice a second gave medians 12 % sooner and 19 % later.
 //
 //   npm run bench:restartab                       # baseline HEAD (the working tree's uncommitted change)
 //   npm run bench:restartab -- --baseline HEAD~1 --restarts 8
