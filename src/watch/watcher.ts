@@ -178,11 +178,6 @@ export class CacheWatcher implements WatchFilter, Sleeper {
       : listener;
   }
 
-  /** Settles when the watch has ended, with the status its response was given. */
-  get done(): Promise<number> {
-    return new Promise((resolve) => this.whenEnded(resolve));
-  }
-
   /** Receives live events from now on, and keeps time: bookmarks and the deadline. */
   start(): void {
     if (this.#closed) return;

@@ -28,3 +28,8 @@ export async function watchLines(url: string, agent: Dispatcher, token: string, 
   }
   return lines;
 }
+
+/** The status a watch served from the cache ended with, once it has ended. */
+export function watchEnded(watch: { whenEnded(listener: (code: number) => void): void }): Promise<number> {
+  return new Promise((resolve) => watch.whenEnded(resolve));
+}

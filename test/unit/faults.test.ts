@@ -16,6 +16,7 @@ import { parseLabelSelector } from '../../src/selectors/labels.ts';
 import { parseFieldSelector } from '../../src/selectors/fields.ts';
 import type { CachedResource } from '../../src/cache/cache.ts';
 import { RecordedResponse } from '../support/recordedresponse.ts';
+import { watchEnded } from '../support/watchstream.ts';
 
 function obj(name: string, rv: number, bytes = 16): CachedObject {
   return { key: objectKey('n', name), namespace: 'n', name, resourceVersion: rv, labels: {}, fields: {}, item: Buffer.from(`{"metadata":{"name":"${name}","resourceVersion":"${rv}"},"pad":"${'x'.repeat(bytes)}"}`), typed: true };
@@ -75,7 +76,7 @@ test('a relist sends its differences in resourceVersion order, then a bookmark; 
   assert.match(got[3]!, /^BOOKMARK @40$/);
   // Without bookmarks the client could not learn that it is at 40: it is ended, resumes from 12,
   // older than the window now, which the apiserver answers (events or 410 Gone).
-  assert.deepEqual([without.lines, without.ended, await v.done], [[], true, 200]);
+  assert.deepEqual([without.lines, without.ended, await watchEnded(v)], [[], true, 200]);
   assert.equal(r.watchers.size, 1);
   w.close();
 });

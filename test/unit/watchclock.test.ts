@@ -9,6 +9,7 @@ import { parseLabelSelector } from '../../src/selectors/labels.ts';
 import { parseFieldSelector } from '../../src/selectors/fields.ts';
 import type { CachedResource } from '../../src/cache/cache.ts';
 import { RecordedResponse } from '../support/recordedresponse.ts';
+import { watchEnded } from '../support/watchstream.ts';
 
 class At implements Sleeper {
   slot = -1;
@@ -144,7 +145,7 @@ test('a watcher bookmarks every minute and 2 s before its deadline, then ends at
   now = 1_000 + 150_000;
   clock.tick();
   assert.equal(res.ended, true);
-  assert.equal(await w.done, 200);
+  assert.equal(await watchEnded(w), 200);
   assert.equal(r.watchers.size, 0);
   assert.equal(clock.size, 0);
   // Gone from the registry: later events reach nobody.
@@ -167,7 +168,7 @@ test('a watcher without bookmarks only ends; one whose client leaves stops at on
   assert.deepEqual([r.watchers.size, clock.size], [2, 2]);
 
   gone.emit('close');
-  assert.equal(await g.done, 200);
+  assert.equal(await watchEnded(g), 200);
   assert.deepEqual([r.watchers.size, clock.size], [1, 1]);
 
   now = 119_000;
@@ -176,6 +177,6 @@ test('a watcher without bookmarks only ends; one whose client leaves stops at on
   now = 120_000;
   clock.tick();
   assert.equal(quiet.ended, true);
-  assert.equal(await q.done, 200);
+  assert.equal(await watchEnded(q), 200);
   assert.deepEqual([r.watchers.size, clock.size, types(gone)], [0, 0, []]);
 });

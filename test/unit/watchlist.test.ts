@@ -16,6 +16,7 @@ import type { CachedResource } from '../../src/cache/cache.ts';
 import type { WatchPlan } from '../../src/serve/decide.ts';
 import type { Unproven } from '../../src/cache/consistency.ts';
 import { RecordedResponse } from '../support/recordedresponse.ts';
+import { watchEnded } from '../support/watchstream.ts';
 
 function obj(name: string, rv: number): CachedObject {
   return { key: objectKey('n', name), namespace: 'n', name, resourceVersion: rv, labels: {}, fields: {}, item: Buffer.from(`{"metadata":{"name":"${name}","resourceVersion":"${rv}"}}`), typed: true };
@@ -112,7 +113,7 @@ test('a consistent watch-list sends its initial events at once, and its end book
   assert.equal(res.ended, false);
   s.at(22_000);
   s.clock.tick();
-  assert.equal(await watcher.done, 200);
+  assert.equal(await watchEnded(watcher), 200);
   assert.ok(res.ended);
 });
 
@@ -121,7 +122,7 @@ test('a consistent watch-list whose proof does not come ends with the apiserver\
   const res = new RecordedResponse();
   const watcher = await start(s, res);
   s.settle(15, 'consistency-unproven');
-  assert.equal(await watcher.done, 200);
+  assert.equal(await watchEnded(watcher), 200);
   assert.deepEqual(delivered(res), ['ADDED a@10', 'ADDED b@11', 'ERROR 504 Timeout']);
   const error = JSON.parse(res.lines.at(-1)!) as WatchLine;
   assert.equal(error.object.message, 'Too large resource version: 15, current: 12');
