@@ -15,6 +15,17 @@ export const FRESHNESS_WAIT_MS = 3_000;
  */
 export const PROOF_WAIT_MS = 3_000;
 
+/**
+ * How long a consistent watch-list whose initial events have gone out waits for its proof before it
+ * ends with the apiserver's 504 (docs/design.md, "Consistent reads"). It can no longer be
+ * forwarded, and a 504 costs more than the wait: the client starts again a second later and is sent
+ * its whole initial state once more, when the server is busiest. The bound is what a healthy
+ * upstream needs with no probe at all: the apiserver bookmarks every watch about once a minute (its
+ * cacher's bookmark frequency), at a tick up to 1.25 s late, and Levee's own upstream watch carries
+ * that bookmark. Past it the upstream is not healthy.
+ */
+export const STARTED_PROOF_WAIT_MS = 65_000;
+
 /** The response header that says how a read without resourceVersion was answered from the cache. */
 export const CONSISTENCY_HEADER = 'levee-consistent-read';
 
@@ -57,7 +68,7 @@ export function prove(
       const unprovenAs = answerStarted ? 'failed' : 'forwarded';
       let wanted: number | undefined;
       return r.consistency
-        .prove(arrivedAt, PROOF_WAIT_MS, (rv) => (wanted = rv))
+        .prove(arrivedAt, answerStarted ? STARTED_PROOF_WAIT_MS : PROOF_WAIT_MS, (rv) => (wanted = rv))
         .then((proof) => {
           const waited = Number(process.hrtime.bigint() - started) / 1e9;
           observer.consistentRead(r.name, proof === true ? 'verified' : unprovenAs, waited);

@@ -190,6 +190,9 @@ export class Store {
         this.#waiters = this.#waiters.filter((w) => w !== waiter);
         resolve(false);
       }, timeoutMs);
+      // A waiter serves a reader, whose connection keeps the process alive while it is open; a
+      // watch-list's wait (up to 65 s, serve/freshness.ts) must not hold up exit at shutdown.
+      timer.unref();
       this.#waiters.push(waiter);
     });
   }

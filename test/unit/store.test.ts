@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
+import { spawnSync } from 'node:child_process';
 import { Store } from '../../src/store/store.ts';
 import { answersAtLeast, listLive, scan } from '../../src/store/query.ts';
 import { objectKey, type CachedObject } from '../../src/store/object.ts';
@@ -86,6 +87,18 @@ test('waiting for a resourceVersion', async () => {
   s.bookmark(7);
   assert.equal(await later, true);
   assert.equal(await s.waitUntilFresh(9, 20), false);
+});
+
+// A watch-list waits for its proof up to 65 s (serve/freshness.ts); at shutdown its connection is
+// closed, and the wait alone must not keep the process from exiting for the rest of that time.
+test('a wait for a resourceVersion does not keep the process alive', () => {
+  const script = `import { Store } from ${JSON.stringify(new URL('../../src/store/store.ts', import.meta.url).href)};
+const s = new Store();
+s.replace([], 5);
+void s.waitUntilFresh(7, 60_000);`;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { timeout: 20_000, encoding: 'utf8' });
+  assert.equal(r.signal, null, 'still running after 20 s');
+  assert.equal(r.status, 0, r.stderr);
 });
 
 test('a LIST through an index is the scan of the same state, after any changes, asked any number of times', () => {

@@ -37,13 +37,15 @@ const delivered = (res: RecordedResponse): string[] =>
   });
 
 /** A cached resource whose proof the test settles: it learns `revision`, then ends as told. */
-function setup(): { store: Store; r: CachedResource; clock: WatchClock; at: (ms: number) => void; results: string[]; settle: (revision: number, outcome: true | Unproven) => void } {
+function setup(): { store: Store; r: CachedResource; clock: WatchClock; at: (ms: number) => void; results: string[]; settle: (revision: number, outcome: true | Unproven) => void; proofTimeoutMs: () => number | undefined } {
   const store = new Store();
   store.replace([obj('a', 10), obj('b', 11)], 12);
   let settle!: (revision: number, outcome: true | Unproven) => void;
+  let proofTimeoutMs: number | undefined;
   const consistency = {
-    prove: (_arrivedAt: bigint, _timeoutMs: number, onRevision?: (rv: number) => void): Promise<true | Unproven> =>
+    prove: (_arrivedAt: bigint, timeoutMs: number, onRevision?: (rv: number) => void): Promise<true | Unproven> =>
       new Promise((resolve) => {
+        proofTimeoutMs = timeoutMs;
         settle = (revision, outcome) => {
           onRevision?.(revision);
           resolve(outcome);
@@ -54,7 +56,7 @@ function setup(): { store: Store; r: CachedResource; clock: WatchClock; at: (ms:
   let now = 0;
   const clock = new WatchClock(() => now, { unref: true });
   const r = { name: 'configmaps', info, store, watchers: new WatcherRegistry(store, clock), consistency } as unknown as CachedResource;
-  return { store, r, clock, at: (ms) => (now = ms), results: [], settle: (revision, outcome) => settle(revision, outcome) };
+  return { store, r, clock, at: (ms) => (now = ms), results: [], settle: (revision, outcome) => settle(revision, outcome), proofTimeoutMs: () => proofTimeoutMs };
 }
 
 const plan: WatchPlan = {
@@ -129,6 +131,18 @@ test('a consistent watch-list whose proof does not come ends with the apiserver\
   assert.deepEqual(error.object.details?.causes?.map((c) => c.reason), ['ResourceVersionTooLarge']);
   assert.ok(res.ended);
   assert.deepEqual(s.results, ['failed']);
+});
+
+// A 504 now would send the client back for its whole initial state a second later; a healthy
+// upstream watch brings the store past any revision within the apiserver's periodic bookmark, about
+// a minute, even if every probe failed.
+test('a consistent watch-list whose initial events have gone out waits for its proof past the apiserver\'s periodic bookmark, not 3 s', { timeout: 10_000 }, async () => {
+  const s = setup();
+  const watcher = await start(s, new RecordedResponse());
+  const bound = s.proofTimeoutMs();
+  assert.ok(bound !== undefined && bound > 61_250, `proof bound ${bound} ms`);
+  s.settle(15, true);
+  watcher.close();
 });
 
 /** A client that reads only when told: past 64 KiB unread, write() asks to wait, and 'drain' comes with read(). */
