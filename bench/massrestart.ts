@@ -318,11 +318,14 @@ const reviews = {
 };
 // Each agent's two watch-lists (its pods, its Node) are consistent reads: proven fresh and answered
 // from the cache, or forwarded, whose reasons Levee counts.
-const consistentOf = (resource: string): { verified: number; forwarded: number; meanWaitMs: number | null } => {
+const consistentOf = (resource: string): { verified: number; forwarded: number; failed: number; meanWaitMs: number | null } => {
   const waits = metric(leveeMetrics, 'levee_consistent_read_wait_seconds_count', { resource }) ?? 0;
   return {
     verified: metric(leveeMetrics, 'levee_consistent_reads_total', { resource, result: 'verified' }) ?? 0,
     forwarded: metric(leveeMetrics, 'levee_consistent_reads_total', { resource, result: 'forwarded' }) ?? 0,
+    // A watch-list whose initial events went out and whose proof then did not come: ended with a
+    // 504, which the agent counts as a stream that ended before its initial state, and retries.
+    failed: metric(leveeMetrics, 'levee_consistent_reads_total', { resource, result: 'failed' }) ?? 0,
     meanWaitMs: waits === 0 ? null : ((metric(leveeMetrics, 'levee_consistent_read_wait_seconds_sum', { resource }) ?? 0) / waits) * 1000,
   };
 };
@@ -407,8 +410,8 @@ with nothing authenticated, authorized or looked up; its own process, Levee's ce
 - directly: ${kinds(direct)}
 - through Levee: ${kinds(via)}
 
-Consistent reads through Levee (each agent's watch-lists in all rounds, and the replay's capture of them), proven fresh and answered from the cache / forwarded, and their mean wait for the proof:
-pods ${consistent.verified} / ${consistent.forwarded}, ${consistent.meanWaitMs === null ? '-' : f0(consistent.meanWaitMs)} ms; nodes ${consistentNodes.verified} / ${consistentNodes.forwarded}, ${consistentNodes.meanWaitMs === null ? '-' : f0(consistentNodes.meanWaitMs)} ms.
+Consistent reads through Levee (each agent's watch-lists in all rounds, and the replay's capture of them), proven fresh and answered from the cache / forwarded / failed (a watch-list ended with a 504, its proof not come in time), and their mean wait for the proof:
+pods ${consistent.verified} / ${consistent.forwarded} / ${consistent.failed}, ${consistent.meanWaitMs === null ? '-' : f0(consistent.meanWaitMs)} ms; nodes ${consistentNodes.verified} / ${consistentNodes.forwarded} / ${consistentNodes.failed}, ${consistentNodes.meanWaitMs === null ? '-' : f0(consistentNodes.meanWaitMs)} ms.
 Reads Levee forwarded, by reason: ${Object.entries(forwardedByReason).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}.
 Levee since its start (all rounds): ${reviews.tokenReviews} TokenReviews, ${reviews.subjectAccessReviews} SubjectAccessReviews sent;
 ${reviews.serviceAccountTokensVerifiedLocally} service-account token authentications verified locally, ${reviews.serviceAccountTokenSignaturesChecked} signatures checked.
