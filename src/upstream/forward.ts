@@ -3,6 +3,7 @@
 // for as long as either side keeps it.
 import { drained, type DownstreamRequest, type DownstreamResponse } from '../http/downstream.ts';
 import type { Status } from '../api/types.ts';
+import { newTimeout } from '../api/status.ts';
 import { StreamRequest } from '../http/h2stream.ts';
 import { credentialHeaders, droppedHeader, type UpstreamAuth } from './connector.ts';
 import { downstreamResponseHeaders, upstreamRequestHeaders } from './headers.ts';
@@ -62,8 +63,18 @@ export async function forward(
   // 'close' here is a client gone away: the upstream request ends too. Not `writableFinished`:
   // Node marks an HTTP/2 stream's writable side finished when the client resets it, which left a
   // reset watch open upstream until the apiserver's own timeout.
-  const onClose = (): void => abort.abort();
+  let clientGone = false;
+  const onClose = (): void => {
+    clientGone = true;
+    abort.abort();
+  };
   res.once('close', onClose);
+  // A watch whose end comes before the apiserver has even answered its headers (the connection
+  // went silent, or Levee is shutting down): the apiserver would have ended it by then. The client
+  // is told so now, rather than held for the headers' own timeout (two minutes).
+  const endingBeforeHeaders = (): void => abort.abort();
+  if (opts.ending?.aborted) abort.abort();
+  else opts.ending?.addEventListener('abort', endingBeforeHeaders, { once: true });
 
   let upstreamRes;
   try {
@@ -95,9 +106,12 @@ export async function forward(
     }
   } catch (err) {
     res.off('close', onClose);
+    opts.ending?.removeEventListener('abort', endingBeforeHeaders);
+    if (!clientGone && opts.ending?.aborted) throw new UpstreamUnavailableError(newTimeout('the upstream apiserver did not answer the watch before its end'), { cause: err });
     if (abort.signal.aborted || isClientAbort(err)) return 499;
     throw new UpstreamUnavailableError(upstreamFailureStatus(err), { cause: err });
   }
+  opts.ending?.removeEventListener('abort', endingBeforeHeaders);
 
   const { statusCode, body } = upstreamRes;
   const responseHeaders = downstreamResponseHeaders(upstreamRes.headers);

@@ -12,6 +12,8 @@ import { loadEnv, type TestEnv } from '../env/testenv.ts';
 import { startLevee, writeKubeconfig, type LeveeProcess } from '../support/levee.ts';
 import { agentFor, get, send, suffix } from '../support/http.ts';
 import { createNamespace } from '../support/cluster.ts';
+import { startRelay } from '../support/relay.ts';
+import { waitReady } from '../support/wait.ts';
 
 let env: TestEnv;
 let levee: LeveeProcess;
@@ -172,6 +174,32 @@ test('an unreachable upstream is a 503 Status, not a dropped connection', async 
     assert.equal(live.status, 200);
   } finally {
     await dead.stop();
+  }
+});
+
+test('a forwarded watch the apiserver never answers (its connection silent) gets a 504 by its timeoutSeconds, not at the headers\' timeout', async () => {
+  const relay = await startRelay(env.server);
+  const l = await startLevee({ kubeconfig: writeKubeconfig(relay.url, env.caFile, env.tokens.admin), tls: env.leveeServing, extra: ['--cache', ''] });
+  try {
+    await waitReady(l, agent);
+    const watch = `${l.url.origin}/api/v1/namespaces/${ns}/secrets?watch=true&timeoutSeconds=2`;
+    // Once with the connection alive: the client's token and rights are reviewed now, and kept.
+    assert.equal((await get(watch, agent, env.tokens.admin)).status, 200);
+    // Every connection silent, new ones too: the request goes out and nothing comes back.
+    relay.stall({ newConnections: true });
+    const started = performance.now();
+    const r = await get(watch, agent, env.tokens.admin);
+    const seconds = (performance.now() - started) / 1000;
+    assert.equal(r.status, 504, r.body);
+    const status = JSON.parse(r.body) as { kind: string; reason: string };
+    assert.deepEqual([status.kind, status.reason], ['Status', 'Timeout']);
+    // By its deadline and the second's grace Levee gives the apiserver's own end; the headers'
+    // timeout is two minutes.
+    assert.ok(seconds >= 2 && seconds < 30, `answered after ${seconds.toFixed(1)} s`);
+  } finally {
+    relay.release();
+    await l.stop();
+    await relay.close();
   }
 });
 
