@@ -322,6 +322,19 @@ export async function createStates(env: TestEnv, agent: Dispatcher, ns: string):
   await putStatus(`/api/v1/nodes/${nodeNames[3]}`, nodeStatus('Unknown', '', [{ type: 'InternalIP', address: '192.0.2.4' }]));
   // The first node made here is left schedulable: createNodes cordons them all.
   await must('uncordon', send('PATCH', `${env.server}/api/v1/nodes/${nodeNames[0]}`, agent, token, { spec: { unschedulable: false } }, 'application/merge-patch+json'));
+  // The ready node's heartbeat, as its kubelet renews it: kube-controller-manager's node lifecycle
+  // controller marks a node without one Unknown after its grace period (50 s), and its pods not
+  // ready, which changes how they print (Running becomes NotReady) while the tests still read them.
+  const leasePath = `/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${nodeNames[0]}`;
+  const renewLease = async (): Promise<void> => {
+    // A MicroTime: six digits of fraction.
+    const spec = { holderIdentity: nodeNames[0], leaseDurationSeconds: 40, renewTime: new Date().toISOString().replace('Z', '000Z') };
+    const r = await send('PATCH', `${env.server}${leasePath}`, agent, token, { spec }, 'application/merge-patch+json');
+    if (r.status === 404) await post('/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases', { metadata: { name: nodeNames[0] }, spec });
+  };
+  await renewLease();
+  const heartbeat = setInterval(() => void renewLease().catch(() => undefined), 10_000);
+  heartbeat.unref();
 
   for (const p of podStates(nodeNames[0]!)) {
     const path = `${pathOf('pods', ns)}/${p.name}`;
@@ -502,6 +515,8 @@ export async function createStates(env: TestEnv, agent: Dispatcher, ns: string):
     ],
     nodes: nodeNames,
     async cleanup() {
+      clearInterval(heartbeat);
+      await send('DELETE', `${env.server}${leasePath}`, agent, token);
       for (const path of finalized) {
         await send('PATCH', `${env.server}${path}`, agent, token, { metadata: { finalizers: null } }, 'application/merge-patch+json');
       }
