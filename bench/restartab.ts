@@ -11,6 +11,10 @@
 //
 //   npm run bench:restartab                       # baseline HEAD (the working tree's uncommitted change)
 //   npm run bench:restartab -- --baseline HEAD~1 --restarts 8
+//   npm run bench:restartab -- --writes 10        # other writes in the cluster, 10 a second, during each restart
+//
+// With --writes the cluster's revision moves during a restart, as node leases move it in a real
+// cluster: each proof then waits for a bookmark newer than the pods' and nodes' own last change.
 //
 // The agents are bench:massrestart's (bench/lib/agent.ts, bench/lib/restart.ts): consistent
 // watch-lists of their node's pods and their Node, in JSON. The baseline runs with its own Node
@@ -30,6 +34,7 @@ import { cpuSeconds } from './lib/watchproc.ts';
 import { quantile } from './lib/stats.ts';
 import { closeFleet, newFleet, runAgent } from './lib/agent.ts';
 import { agentIdentities, RESTART_CLUSTER } from './lib/restart.ts';
+import { call, must } from './lib/client.ts';
 import { checkoutBaseline } from './lib/baseline.ts';
 import { NODE_FLAGS } from '../src/nodeflags.ts';
 
@@ -38,6 +43,7 @@ const { values: flags } = parseArgs({
     baseline: { type: 'string', default: 'HEAD' },
     agents: { type: 'string', default: '2000' },
     restarts: { type: 'string', default: '6' },
+    writes: { type: 'string', default: '0' },
   },
 });
 const K = Number(flags.agents);
@@ -60,6 +66,20 @@ if (applied.code !== 0) throw new Error(applied.stderr);
 const kubeconfig = writeKubeconfig(env.server, env.caFile, await tokenFor('levee', 'levee'));
 const extra = ['--cache', 'pods,nodes', '--authorization-local-rbac', '--authentication-local-serviceaccount-tokens'];
 
+// Other writes during each restart: one configmap patched WRITES times a second, open loop.
+const WRITES = Number(flags.writes);
+if (!(WRITES >= 0)) throw new Error('--writes is a rate per second, 0 or more');
+const writesPath = `${env.server}/api/v1/namespaces/default/configmaps`;
+if (WRITES > 0) await must([201, 409], admin, token, 'POST', writesPath, { metadata: { name: 'levee-bench-writes' }, data: { n: '0' } });
+function writeDuring(): () => void {
+  if (WRITES === 0) return () => undefined;
+  let n = 0;
+  const timer = setInterval(() => {
+    void call(admin, token, 'PATCH', `${writesPath}/levee-bench-writes`, { data: { n: String(++n) } }, 'application/merge-patch+json').catch(() => undefined);
+  }, 1000 / WRITES);
+  return () => clearInterval(timer);
+}
+
 interface Restart {
   allSyncedMs: number;
   cpuSeconds: number;
@@ -72,10 +92,12 @@ async function restart(levee: LeveeProcess): Promise<Restart> {
   const fleet = newFleet();
   const cpu0 = cpuSeconds(levee.pid) ?? 0;
   const t0 = performance.now();
+  const stopWrites = writeDuring();
   const results = await Promise.all(
     Array.from({ length: K }, (_, i) => runAgent({ origin: levee.url.origin, token: tokens[i]!, node: layout.nodes[i % layout.nodes.length]!, watchList: true, index: i }, t0, fleet)),
   );
   const allSyncedMs = performance.now() - t0;
+  stopWrites();
   const cpu = (cpuSeconds(levee.pid) ?? 0) - cpu0;
   closeFleet(fleet);
   let errors = 0;
@@ -95,7 +117,7 @@ try {
     { name: `baseline ${baseline.ref}`, levee: a, restarts: [] as Restart[] },
     { name: 'working tree', levee: b, restarts: [] as Restart[] },
   ];
-  log(`restart A/B: ${targets.map((t) => t.name).join(' vs ')}; ${K} agents on ${layout.nodes.length} nodes, ${RESTARTS} restarts each` + (pinning ? `; agents on CPU ${pinning.client}, both Levees on CPU ${pinning.server}` : ''));
+  log(`restart A/B: ${targets.map((t) => t.name).join(' vs ')}; ${K} agents on ${layout.nodes.length} nodes, ${RESTARTS} restarts each` + (pinning ? `; agents on CPU ${pinning.client}, both Levees on CPU ${pinning.server}` : '') + (WRITES > 0 ? `; ${WRITES} other writes a second during each restart` : ''));
   if (baseline.flags.join(' ') !== NODE_FLAGS.join(' ')) log(`Node flags: baseline ${baseline.flags.join(' ')}; working tree ${NODE_FLAGS.join(' ')}`);
   // The agents' first start against each: no part of the measure (code not yet optimized, no token seen).
   for (const t of targets) {
