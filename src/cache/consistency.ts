@@ -144,12 +144,13 @@ export class ConsistencyProof {
     // A store that turns out to be there already costs at most a probe watch a second, shared by
     // every reader: proofs are for watch-list starts and large LISTs, not every read.
     if (this.#bookmarks.canProbe) void this.#bookmarks.bookmarkSoon();
-    let rv: number;
+    let rv: number | undefined;
     try {
-      rv = await this.current(arrivedAt);
+      rv = await by(deadline, this.current(arrivedAt));
     } catch {
       return 'consistency-probe-failed';
     }
+    if (rv === undefined) return 'consistency-probe-failed';
     onRevision?.(rv);
     return (await this.#catchUp(rv, deadline)) ? true : 'consistency-unproven';
   }
@@ -164,7 +165,7 @@ export class ConsistencyProof {
     if (this.#store.resourceVersion >= resourceVersion) return true;
     const deadline = performance.now() + timeoutMs;
     try {
-      await this.current(process.hrtime.bigint());
+      await by(deadline, this.current(process.hrtime.bigint()));
     } catch {
       // The store may still get there on its own.
     }
@@ -190,3 +191,15 @@ export class ConsistencyProof {
 }
 
 function noop(): void {}
+
+/**
+ * `p`'s value, or undefined once `deadline` (performance.now()) has passed without it. The LIST
+ * that gives the revision has no deadline of its own short enough for a reader: over a connection
+ * gone silent it waits for the headers' timeout (two minutes), and a reader's proof must still
+ * end by its bound. The LIST goes on for whoever shares it.
+ */
+function by<T>(deadline: number, p: Promise<T>): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const passed = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, Math.max(0, Math.ceil(deadline - performance.now())), undefined)));
+  return Promise.race([p, passed]).finally(() => clearTimeout(timer));
+}

@@ -119,3 +119,24 @@ test('the proof holds once the store reaches the revision, and fails when it can
   l.answer(); // 102, past the store, which nothing brings further
   assert.equal(await unproven, 'consistency-unproven');
 });
+
+test('a proof and a wait for a resourceVersion end by their bound when the LIST never answers', { timeout: 10_000 }, async () => {
+  const l = lists();
+  const store = new Store();
+  store.replace([], 50);
+  // The LIST went out over a connection gone silent: it is answered only after both bounds.
+  const proof = new ConsistencyProof(l.source, store, noBookmarks, 0);
+  const proven = proof.prove(process.hrtime.bigint(), 30);
+  const reached = proof.reach(60, 30);
+  const late = setTimeout(() => {
+    while (l.pending() > 0) l.answer();
+  }, 2000);
+  try {
+    assert.deepEqual(await Promise.all([proven, reached]), ['consistency-probe-failed', false]);
+  } finally {
+    clearTimeout(late);
+  }
+  // The LIST is still shared by whoever arrives while it is in flight.
+  assert.equal(l.pending(), 1);
+  l.answer();
+});
