@@ -15,7 +15,7 @@ import { then, type Maybe } from '../maybe.ts';
 import type { DownstreamRequest, DownstreamResponse } from '../http/downstream.ts';
 import { writeStatusAs } from './status.ts';
 import { writeStatus } from '../http/respond.ts';
-import type { StatusEncoding } from '../api/status.ts';
+import { newTimeout, type StatusEncoding } from '../api/status.ts';
 import { writesProtobuf } from '../represent/protobuf/objects.ts';
 import { writesTable } from '../represent/table/encode.ts';
 import type { Representation } from '../api/negotiation.ts';
@@ -143,7 +143,34 @@ export function answerFromCache(
   errors?: () => StatusEncoding | undefined,
 ): Maybe<Outcome> {
   const attrs = attributesOf(admitted);
-  return then(deps.guard.admit(admitted.credential, attrs), (admission) => answerAdmitted(deps, admitted, attrs, admission, decided, res, arrivedAt, requestId, errors));
+  const { plan } = decided;
+  const admission = deps.guard.admit(admitted.credential, attrs);
+  const bounded = admission instanceof Promise && 'initialEventsEnd' in plan && plan.timeoutSeconds ? beforeWatchEnd(admission, plan.timeoutSeconds, arrivedAt) : admission;
+  return then(bounded, (a) => {
+    if (a) return answerAdmitted(deps, admitted, attrs, a, decided, res, arrivedAt, requestId, errors);
+    const status = newTimeout('the client\'s rights could not be reviewed before the end of its watch');
+    const encoding = errors?.();
+    if (encoding) writeStatus(res, status, encoding);
+    else writeStatusAs(res, status, plan.representation);
+    return { answered: status.code };
+  });
+}
+
+// The second a watch's end is given past its timeoutSeconds, as a forwarded watch's (serve/chain.ts).
+const WATCH_END_GRACE_MS = 1_000;
+
+/**
+ * A watch's authorization, bounded by the watch's own end (`timeoutSeconds` from its arrival, and
+ * a second): undefined once that has passed. A review that hangs (the apiserver's connection gone
+ * silent without closing) must not hold a client without an answer for longer than the watch it
+ * asked for, as the timeout filter bounds every other request; it gets a 504 Timeout and watches
+ * again, as after the apiserver's own 504. The review goes on, and its answer is cached.
+ */
+function beforeWatchEnd(admission: Promise<Admission>, timeoutSeconds: number, arrivedAt: bigint): Promise<Admission | undefined> {
+  const leftMs = timeoutSeconds * 1000 + WATCH_END_GRACE_MS - Number(process.hrtime.bigint() - arrivedAt) / 1e6;
+  let timer: NodeJS.Timeout | undefined;
+  const ended = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, Math.max(0, Math.ceil(leftMs)), undefined)));
+  return Promise.race([admission, ended]).finally(() => clearTimeout(timer));
 }
 
 function answerAdmitted(

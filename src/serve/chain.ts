@@ -244,7 +244,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
           forward(req, res, deps.pools, {
             auth,
             traffic: admitted.longRunning ? 'longRunning' : 'request',
-            ending: info.verb === 'watch' ? watchEnding(r.query) : undefined,
+            ending: info.verb === 'watch' ? watchEnding(r.query, r.started) : undefined,
             share: flight,
             sent: consistent ? (bytes) => metrics.cache.consistentBytes(consistent, 'upstream', bytes) : undefined,
           }),
@@ -303,12 +303,15 @@ export function createHandlers(deps: ChainDeps): Handlers {
    * (`timeoutSeconds`, else the apiserver's longest, 60 min) with a little time for the
    * apiserver's own end to arrive. The apiserver ends it then; if that end cannot arrive (the
    * connection went silent without closing) Levee ends it, between two events, as the apiserver
-   * would have, rather than hold the client on a watch that will never deliver again.
+   * would have, rather than hold the client on a watch that will never deliver again. Counted
+   * from the watch's arrival, as the client counts it: what it waited for before it was forwarded
+   * (its cache a resourceVersion behind, a seat of the upstream bound) is not given to it again.
    */
-  const watchEnding = (query: string): AbortSignal => {
+  const watchEnding = (query: string, started: bigint): AbortSignal => {
     const asked = Number(new URLSearchParams(query).get('timeoutSeconds'));
     const seconds = Number.isSafeInteger(asked) && asked > 0 ? asked : MAX_WATCH_SECONDS;
-    const deadline = AbortSignal.timeout(seconds * 1000 + DEADLINE_GRACE_MS);
+    const waitedMs = Number(process.hrtime.bigint() - started) / 1e6;
+    const deadline = AbortSignal.timeout(Math.max(0, Math.ceil(seconds * 1000 + DEADLINE_GRACE_MS - waitedMs)));
     return deps.ending ? AbortSignal.any([deps.ending, deadline]) : deadline;
   };
 

@@ -203,6 +203,67 @@ test('a forwarded watch the apiserver never answers (its connection silent) gets
   }
 });
 
+test('a watch forwarded after waiting for its resourceVersion still ends by its timeoutSeconds, counted from its arrival', async () => {
+  const relay = await startRelay(env.server);
+  const l = await startLevee({ kubeconfig: writeKubeconfig(relay.url, env.caFile, env.tokens.admin), tls: env.leveeServing, extra: ['--cache', 'configmaps'] });
+  try {
+    await waitReady(l, agent);
+    const base = `${l.url.origin}/api/v1/namespaces/${ns}/configmaps`;
+    // Once with the connection alive: the client's token and rights are reviewed now, and kept.
+    assert.equal((await get(`${base}?watch=true&timeoutSeconds=1`, agent, env.tokens.admin)).status, 200);
+    // Levee hears nothing more from the apiserver; a write there is a resourceVersion its cache
+    // never reaches, so a watch-list from it waits its 3 s and is then forwarded, into the silence.
+    relay.stall({ newConnections: true });
+    const created = await send('POST', `${env.server}/api/v1/namespaces/${ns}/configmaps`, agent, env.tokens.admin, JSON.stringify({ metadata: { name: `ahead-${suffix()}` } }));
+    assert.equal(created.status, 201, created.body);
+    const rv = (JSON.parse(created.body) as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
+    const started = performance.now();
+    const r = await get(`${base}?watch=true&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&resourceVersion=${rv}&timeoutSeconds=1`, agent, env.tokens.admin);
+    const seconds = (performance.now() - started) / 1000;
+    assert.equal(r.status, 504, r.body);
+    assert.equal((JSON.parse(r.body) as { reason: string }).reason, 'Timeout');
+    // Its second and the grace were spent waiting: it ends as soon as it is forwarded (3 s), not
+    // its timeoutSeconds and the grace later again (5 s).
+    assert.ok(seconds >= 2.9 && seconds < 4.5, `answered after ${seconds.toFixed(1)} s`);
+  } finally {
+    relay.release();
+    await l.stop();
+    await relay.close();
+  }
+});
+
+test('a watch whose authorization review hangs gets a 504 by its timeoutSeconds, not when the review comes back', async () => {
+  const relay = await startRelay(env.server);
+  const l = await startLevee({
+    kubeconfig: writeKubeconfig(relay.url, env.caFile, env.tokens.admin),
+    tls: env.leveeServing,
+    extra: ['--cache', 'configmaps', '--token-cache-ttl', '1s', '--authorization-cache-allowed-ttl', '1s'],
+  });
+  let released: NodeJS.Timeout | undefined;
+  try {
+    await waitReady(l, agent);
+    const watch = `${l.url.origin}/api/v1/namespaces/${ns}/configmaps?watch=true&timeoutSeconds=1`;
+    assert.equal((await get(watch, agent, env.tokens.admin)).status, 200);
+    // The reviews' answers expire while every connection to the apiserver is silent: the next
+    // ones go out and nothing comes back until the connections pass bytes again, 12 s later.
+    relay.stall({ newConnections: true });
+    await new Promise((r) => setTimeout(r, 1500));
+    released = setTimeout(() => relay.release(), 12_000);
+    const started = performance.now();
+    const r = await get(watch, agent, env.tokens.admin);
+    const seconds = (performance.now() - started) / 1000;
+    assert.equal(r.status, 504, r.body);
+    assert.equal((JSON.parse(r.body) as { reason: string }).reason, 'Timeout');
+    // By its second and the grace, not when the review's answer arrives.
+    assert.ok(seconds < 8, `answered after ${seconds.toFixed(1)} s`);
+  } finally {
+    clearTimeout(released);
+    relay.release();
+    await l.stop();
+    await relay.close();
+  }
+});
+
 test('a path the apiserver cannot make a request of is its plain-text 500, word for word', async () => {
   for (const path of ['/apis/pod-1/widgets/proxy?timeoutSeconds=1', '/api/v1/watch', '/apis/g/v1/proxy?a=%3Cb%3E&c=d']) {
     const ask = async (origin: string) => {
