@@ -4,7 +4,7 @@
 // above it.
 /** Floors from the ground up; a room may import rooms of its floor or lower floors. */
 const floors = [
-  ['selectors', 'log', 'maybe.ts'],
+  ['selectors', 'log', 'maybe.ts', 'within.ts'],
   ['api'],
   ['http', 'store'],
   ['upstream', 'flow', 'represent'],

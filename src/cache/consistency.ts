@@ -25,6 +25,7 @@ import type { UpstreamPools } from '../upstream/pools.ts';
 import { parseResourceVersion } from '../store/object.ts';
 import type { Store } from '../store/store.ts';
 import type { UpstreamSelector } from '../reflector/reflector.ts';
+import { within } from '../within.ts';
 
 /** What the proof needs of the reflector: a bookmark soon. */
 export interface BookmarkSource {
@@ -146,7 +147,7 @@ export class ConsistencyProof {
     if (this.#bookmarks.canProbe) void this.#bookmarks.bookmarkSoon();
     let rv: number | undefined;
     try {
-      rv = await by(deadline, this.current(arrivedAt));
+      rv = await within(this.current(arrivedAt), deadline - performance.now());
     } catch {
       return 'consistency-probe-failed';
     }
@@ -165,7 +166,7 @@ export class ConsistencyProof {
     if (this.#store.resourceVersion >= resourceVersion) return true;
     const deadline = performance.now() + timeoutMs;
     try {
-      await by(deadline, this.current(process.hrtime.bigint()));
+      await within(this.current(process.hrtime.bigint()), deadline - performance.now());
     } catch {
       // The store may still get there on its own.
     }
@@ -192,14 +193,3 @@ export class ConsistencyProof {
 
 function noop(): void {}
 
-/**
- * `p`'s value, or undefined once `deadline` (performance.now()) has passed without it. The LIST
- * that gives the revision has no deadline of its own short enough for a reader: over a connection
- * gone silent it waits for the headers' timeout (two minutes), and a reader's proof must still
- * end by its bound. The LIST goes on for whoever shares it.
- */
-function by<T>(deadline: number, p: Promise<T>): Promise<T | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  const passed = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, Math.max(0, Math.ceil(deadline - performance.now())), undefined)));
-  return Promise.race([p, passed]).finally(() => clearTimeout(timer));
-}

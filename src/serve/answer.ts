@@ -25,6 +25,7 @@ import { decide, type ForwardReason, type ReadPlan, type WatchPlan } from './dec
 import { serveRead } from './read.ts';
 import { answersAtLeast } from '../store/query.ts';
 import { serveWatch, type ServedWatch } from './watch.ts';
+import { within } from '../within.ts';
 
 export interface AnswerDeps {
   guard: AccessGuard;
@@ -167,10 +168,7 @@ const WATCH_END_GRACE_MS = 1_000;
  * again, as after the apiserver's own 504. The review goes on, and its answer is cached.
  */
 function beforeWatchEnd(admission: Promise<Admission>, timeoutSeconds: number, arrivedAt: bigint): Promise<Admission | undefined> {
-  const leftMs = timeoutSeconds * 1000 + WATCH_END_GRACE_MS - Number(process.hrtime.bigint() - arrivedAt) / 1e6;
-  let timer: NodeJS.Timeout | undefined;
-  const ended = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, Math.max(0, Math.ceil(leftMs)), undefined)));
-  return Promise.race([admission, ended]).finally(() => clearTimeout(timer));
+  return within(admission, timeoutSeconds * 1000 + WATCH_END_GRACE_MS - Number(process.hrtime.bigint() - arrivedAt) / 1e6);
 }
 
 function answerAdmitted(

@@ -205,7 +205,8 @@ test('a forwarded watch the apiserver never answers (its connection silent) gets
 
 test('a watch forwarded after waiting for its resourceVersion still ends by its timeoutSeconds, counted from its arrival', async () => {
   const relay = await startRelay(env.server);
-  const l = await startLevee({ kubeconfig: writeKubeconfig(relay.url, env.caFile, env.tokens.admin), tls: env.leveeServing, extra: ['--cache', 'configmaps'] });
+  // One thread: each thread keeps its own reviews, and this watch must find them kept.
+  const l = await startLevee({ kubeconfig: writeKubeconfig(relay.url, env.caFile, env.tokens.admin), tls: env.leveeServing, extra: ['--cache', 'configmaps', '--workers', '1'] });
   try {
     await waitReady(l, agent);
     const base = `${l.url.origin}/api/v1/namespaces/${ns}/configmaps`;
