@@ -192,4 +192,3 @@ export class ConsistencyProof {
 }
 
 function noop(): void {}
-
