@@ -7,6 +7,20 @@ import { goQueryFirst } from './query.ts';
 import { newBadRequest } from './status.ts';
 import type { Status } from './types.ts';
 
+/**
+ * How long past a deadline Levee gives its answer: the apiserver writes its own (a 504, a watch's
+ * end) at the deadline, and when the request was forwarded that answer should arrive first.
+ */
+const DEADLINE_GRACE_MS = 1_000;
+
+/**
+ * Milliseconds until `timeoutMs` after `arrivedAt` (process.hrtime.bigint()) and the grace, in
+ * whole milliseconds as timers take them; 0 once passed.
+ */
+export function untilDeadline(timeoutMs: number, arrivedAt: bigint): number {
+  return Math.max(0, Math.ceil(timeoutMs + DEADLINE_GRACE_MS - Number(process.hrtime.bigint() - arrivedAt) / 1e6));
+}
+
 const UNITS: ReadonlyMap<string, bigint> = new Map([
   ['ns', 1n],
   ['us', 1_000n],

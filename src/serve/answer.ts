@@ -26,6 +26,7 @@ import { serveRead } from './read.ts';
 import { answersAtLeast } from '../store/query.ts';
 import { serveWatch, type ServedWatch } from './watch.ts';
 import { within } from '../within.ts';
+import { untilDeadline } from '../api/deadline.ts';
 
 export interface AnswerDeps {
   guard: AccessGuard;
@@ -157,9 +158,6 @@ export function answerFromCache(
   });
 }
 
-// The second a watch's end is given past its timeoutSeconds, as a forwarded watch's (serve/chain.ts).
-const WATCH_END_GRACE_MS = 1_000;
-
 /**
  * A watch's authorization, bounded by the watch's own end (`timeoutSeconds` from its arrival, and
  * a second): undefined once that has passed. A review that hangs (the apiserver's connection gone
@@ -168,7 +166,7 @@ const WATCH_END_GRACE_MS = 1_000;
  * again, as after the apiserver's own 504. The review goes on, and its answer is cached.
  */
 function beforeWatchEnd(admission: Promise<Admission>, timeoutSeconds: number, arrivedAt: bigint): Promise<Admission | undefined> {
-  return within(admission, timeoutSeconds * 1000 + WATCH_END_GRACE_MS - Number(process.hrtime.bigint() - arrivedAt) / 1e6);
+  return within(admission, untilDeadline(timeoutSeconds * 1000, arrivedAt));
 }
 
 function answerAdmitted(

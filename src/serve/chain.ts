@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { negotiateErrorMediaType } from '../api/negotiation.ts';
-import { requestedTimeout } from '../api/deadline.ts';
+import { requestedTimeout, untilDeadline } from '../api/deadline.ts';
 import { goQuery, rawQueryOf } from '../api/query.ts';
 import { newInternalError, newRequestTimeout, tooManyRequests, type StatusEncoding } from '../api/status.ts';
 import type { Status } from '../api/types.ts';
@@ -66,8 +66,6 @@ export interface ChainDeps {
 
 // The apiserver's --request-timeout default: a request without `?timeout=` ends by then.
 const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
-// The apiserver writes its own 504 at the deadline; this much later its answer is not coming.
-const DEADLINE_GRACE_MS = 1_000;
 // The apiserver ends a watch without timeoutSeconds within twice its --min-request-timeout (30 min).
 const MAX_WATCH_SECONDS = 3600;
 // Reasons that say the request was no read of a cached resource at all: not counted as forwards.
@@ -295,7 +293,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
   const remainingMs = (query: string, started: bigint): number => {
     const asked = requestedTimeout(query);
     const timeoutMs = typeof asked === 'number' ? asked : DEFAULT_REQUEST_TIMEOUT_MS;
-    return timeoutMs + DEADLINE_GRACE_MS - Number(process.hrtime.bigint() - started) / 1e6;
+    return untilDeadline(timeoutMs, started);
   };
 
   /**
@@ -310,8 +308,7 @@ export function createHandlers(deps: ChainDeps): Handlers {
   const watchEnding = (query: string, started: bigint): AbortSignal => {
     const asked = Number(new URLSearchParams(query).get('timeoutSeconds'));
     const seconds = Number.isSafeInteger(asked) && asked > 0 ? asked : MAX_WATCH_SECONDS;
-    const waitedMs = Number(process.hrtime.bigint() - started) / 1e6;
-    const deadline = AbortSignal.timeout(Math.max(0, Math.ceil(seconds * 1000 + DEADLINE_GRACE_MS - waitedMs)));
+    const deadline = AbortSignal.timeout(untilDeadline(seconds * 1000, started));
     return deps.ending ? AbortSignal.any([deps.ending, deadline]) : deadline;
   };
 

@@ -12,7 +12,7 @@ import { loadEnv, type TestEnv } from '../env/testenv.ts';
 import { startLevee, writeKubeconfig, type LeveeProcess } from '../support/levee.ts';
 import { agentFor, get, send, suffix } from '../support/http.ts';
 import { createNamespace } from '../support/cluster.ts';
-import { startRelay } from '../support/relay.ts';
+import { startRelay, type Relay } from '../support/relay.ts';
 import { waitReady } from '../support/wait.ts';
 
 let env: TestEnv;
@@ -177,11 +177,25 @@ test('an unreachable upstream is a 503 Status, not a dropped connection', async 
   }
 });
 
-test('a forwarded watch the apiserver never answers (its connection silent) gets a 504 by its timeoutSeconds, not at the headers\' timeout', async () => {
+/**
+ * A Levee whose connections to the apiserver pass through a relay the test can silence (`extra`:
+ * its flags), ready; both closed after `use`, the relay released first.
+ */
+async function throughRelay(extra: string[], use: (l: LeveeProcess, relay: Relay) => Promise<void>): Promise<void> {
   const relay = await startRelay(env.server);
-  const l = await startLevee({ kubeconfig: writeKubeconfig(relay.url, env.caFile, env.tokens.admin), tls: env.leveeServing, extra: ['--cache', ''] });
+  const l = await startLevee({ kubeconfig: writeKubeconfig(relay.url, env.caFile, env.tokens.admin), tls: env.leveeServing, extra });
   try {
     await waitReady(l, agent);
+    await use(l, relay);
+  } finally {
+    relay.release();
+    await l.stop();
+    await relay.close();
+  }
+}
+
+test('a forwarded watch the apiserver never answers (its connection silent) gets a 504 by its timeoutSeconds, not at the headers\' timeout', async () => {
+  await throughRelay(['--cache', ''], async (l, relay) => {
     const watch = `${l.url.origin}/api/v1/namespaces/${ns}/secrets?watch=true&timeoutSeconds=2`;
     // Once with the connection alive: the client's token and rights are reviewed now, and kept.
     assert.equal((await get(watch, agent, env.tokens.admin)).status, 200);
@@ -196,19 +210,12 @@ test('a forwarded watch the apiserver never answers (its connection silent) gets
     // By its deadline and the second's grace Levee gives the apiserver's own end; the headers'
     // timeout is two minutes.
     assert.ok(seconds >= 2 && seconds < 30, `answered after ${seconds.toFixed(1)} s`);
-  } finally {
-    relay.release();
-    await l.stop();
-    await relay.close();
-  }
+  });
 });
 
 test('a watch forwarded after waiting for its resourceVersion still ends by its timeoutSeconds, counted from its arrival', async () => {
-  const relay = await startRelay(env.server);
   // One thread: each thread keeps its own reviews, and this watch must find them kept.
-  const l = await startLevee({ kubeconfig: writeKubeconfig(relay.url, env.caFile, env.tokens.admin), tls: env.leveeServing, extra: ['--cache', 'configmaps', '--workers', '1'] });
-  try {
-    await waitReady(l, agent);
+  await throughRelay(['--cache', 'configmaps', '--workers', '1'], async (l, relay) => {
     const base = `${l.url.origin}/api/v1/namespaces/${ns}/configmaps`;
     // Once with the connection alive: the client's token and rights are reviewed now, and kept.
     assert.equal((await get(`${base}?watch=true&timeoutSeconds=1`, agent, env.tokens.admin)).status, 200);
@@ -226,43 +233,30 @@ test('a watch forwarded after waiting for its resourceVersion still ends by its 
     // Its second and the grace were spent waiting: it ends as soon as it is forwarded (3 s), not
     // its timeoutSeconds and the grace later again (5 s).
     assert.ok(seconds >= 2.9 && seconds < 4.5, `answered after ${seconds.toFixed(1)} s`);
-  } finally {
-    relay.release();
-    await l.stop();
-    await relay.close();
-  }
+  });
 });
 
 test('a watch whose authorization review hangs gets a 504 by its timeoutSeconds, not when the review comes back', async () => {
-  const relay = await startRelay(env.server);
-  const l = await startLevee({
-    kubeconfig: writeKubeconfig(relay.url, env.caFile, env.tokens.admin),
-    tls: env.leveeServing,
-    extra: ['--cache', 'configmaps', '--token-cache-ttl', '1s', '--authorization-cache-allowed-ttl', '1s'],
-  });
-  let released: NodeJS.Timeout | undefined;
-  try {
-    await waitReady(l, agent);
+  await throughRelay(['--cache', 'configmaps', '--token-cache-ttl', '1s', '--authorization-cache-allowed-ttl', '1s'], async (l, relay) => {
     const watch = `${l.url.origin}/api/v1/namespaces/${ns}/configmaps?watch=true&timeoutSeconds=1`;
     assert.equal((await get(watch, agent, env.tokens.admin)).status, 200);
     // The reviews' answers expire while every connection to the apiserver is silent: the next
     // ones go out and nothing comes back until the connections pass bytes again, 12 s later.
     relay.stall({ newConnections: true });
     await new Promise((r) => setTimeout(r, 1500));
-    released = setTimeout(() => relay.release(), 12_000);
-    const started = performance.now();
-    const r = await get(watch, agent, env.tokens.admin);
-    const seconds = (performance.now() - started) / 1000;
-    assert.equal(r.status, 504, r.body);
-    assert.equal((JSON.parse(r.body) as { reason: string }).reason, 'Timeout');
-    // By its second and the grace, not when the review's answer arrives.
-    assert.ok(seconds < 8, `answered after ${seconds.toFixed(1)} s`);
-  } finally {
-    clearTimeout(released);
-    relay.release();
-    await l.stop();
-    await relay.close();
-  }
+    const released = setTimeout(() => relay.release(), 12_000);
+    try {
+      const started = performance.now();
+      const r = await get(watch, agent, env.tokens.admin);
+      const seconds = (performance.now() - started) / 1000;
+      assert.equal(r.status, 504, r.body);
+      assert.equal((JSON.parse(r.body) as { reason: string }).reason, 'Timeout');
+      // By its second and the grace, not when the review's answer arrives.
+      assert.ok(seconds < 8, `answered after ${seconds.toFixed(1)} s`);
+    } finally {
+      clearTimeout(released);
+    }
+  });
 });
 
 test('a path the apiserver cannot make a request of is its plain-text 500, word for word', async () => {
