@@ -5,7 +5,11 @@
 // lines before it. bench/micro/logline.ts, request lines as src/serve/chain.ts writes them: about
 // 6 KB of garbage per line that way, a young-generation collection every ~160 lines; in a mass
 // restart (bench:massrestart) those lines were a tenth of everything Levee allocated. Joined once
-// per batch here, sonic-boom sees one string per 8 KiB, already flat.
+// per batch here, sonic-boom sees one string per 8 KiB, already flat: 4.3 µs of CPU per line
+// against 7.1, a third of the collections. Against the commit before, in one run each:
+// bench:restartab (eight pairs) Levee's CPU per restart 2.83 → 2.46 s (medians; less in six
+// pairs), all synced 3.46 → 3.17 s; bench:ab, CPU per cached GET 350 → 317 µs, per LIST of one
+// node's pods 433 → 417, per watch-list 667 → 650.
 
 /** Where a batch goes: sonic-boom, or anything with its write and flushSync. */
 export interface LineSink {
