@@ -3,7 +3,7 @@
 // and then asks that string's UTF-8 length on the next write (Buffer.byteLength of its last
 // buffer), which makes V8 flatten it into a new copy: with 8 KiB gathered, every line copied the
 // lines before it. bench/micro/logline.ts, request lines as src/serve/chain.ts writes them: about
-// 6 KB of garbage per line that way, a young-generation collection every ~160 lines; in a mass
+// 6 KB of garbage per line that way, a young-generation collection every ~86 lines; in a mass
 // restart (bench:massrestart) those lines were a tenth of everything Levee allocated. Joined once
 // per batch here, sonic-boom sees one string per 8 KiB, already flat: 4.3 µs of CPU per line
 // against 7.1, a third of the collections. Against the commit before, in one run each:
