@@ -14,7 +14,7 @@ import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { pino, type DestinationStream } from 'pino';
 import { LineBatch } from '../../src/log/linebatch.ts';
-import { BUFFER_BYTES, REDACT_PATHS } from '../../src/log/logger.ts';
+import { BUFFER_BYTES, loggerOptions } from '../../src/log/logger.ts';
 import { NODE_FLAGS } from '../../src/nodeflags.ts';
 import { quantile } from '../lib/stats.ts';
 
@@ -31,10 +31,10 @@ function destination(way: Way): DestinationStream {
 }
 
 async function child(way: Way): Promise<void> {
-  const logger = pino({ level: 'info', redact: { paths: REDACT_PATHS, censor: '[REDACTED]' }, base: { component: 'levee' } }, destination(way));
+  const logger = pino(loggerOptions('info'), destination(way));
   let young = 0;
   const observer = new PerformanceObserver((list) => {
-    for (const e of list.getEntries() as { detail?: unknown }[]) if ((e.detail as { kind?: number } | undefined)?.kind === constants.NODE_PERFORMANCE_GC_MINOR) young++;
+    for (const e of list.getEntries() as { detail?: { kind?: number } }[]) if (e.detail?.kind === constants.NODE_PERFORMANCE_GC_MINOR) young++;
   });
   observer.observe({ entryTypes: ['gc'] });
   const log = (i: number): void =>

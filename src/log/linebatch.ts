@@ -41,8 +41,8 @@ export class LineBatch {
 
   /** Hands what is gathered to the sink. */
   flush(): boolean {
-    if (this.#stopped || this.#lines.length === 0) return true;
-    const batch = this.#lines.length === 1 ? this.#lines[0]! : this.#lines.join('');
+    if (this.#lines.length === 0) return true;
+    const batch = this.#lines.join('');
     this.#lines = [];
     this.#chars = 0;
     return this.#sink.write(batch);

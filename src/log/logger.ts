@@ -1,6 +1,6 @@
 // Structured logs. Credentials never reach a log line: Levee logs no headers, and redaction guards
 // the paths where a header object could still slip in.
-import { pino, type Logger, type LevelWithSilent } from 'pino';
+import { pino, type Logger, type LevelWithSilent, type LoggerOptions } from 'pino';
 import sonicBoom from 'sonic-boom';
 import { LineBatch } from './linebatch.ts';
 
@@ -24,10 +24,13 @@ export const REDACT_PATHS = [
 export const BUFFER_BYTES = 8 * 1024;
 const FLUSH_INTERVAL_MS = 250;
 
+/** Levee's pino options: its level, the redacted paths, the component name on every line. */
+export function loggerOptions(level: LevelWithSilent): LoggerOptions {
+  return { level, redact: { paths: REDACT_PATHS, censor: '[REDACTED]' }, base: { component: 'levee' } };
+}
+
 export function createLogger(level: LevelWithSilent = 'info', destination?: NodeJS.WritableStream): Logger {
-  if (destination) {
-    return pino({ level, redact: { paths: REDACT_PATHS, censor: '[REDACTED]' }, base: { component: 'levee' } }, destination);
-  }
+  if (destination) return pino(loggerOptions(level), destination);
   // sonic-boom made here rather than by pino.destination(), whose exit hook ends the stream when
   // the event loop empties, before the lines still held in the batch could reach it.
   const out = new sonicBoom.SonicBoom({ fd: 1, sync: false });
@@ -37,7 +40,7 @@ export function createLogger(level: LevelWithSilent = 'info', destination?: Node
     stream.stop();
     if (err.code !== 'EPIPE') process.stderr.write(`levee: logs stopped: standard output failed: ${err.message}\n`);
   });
-  const logger = pino({ level, redact: { paths: REDACT_PATHS, censor: '[REDACTED]' }, base: { component: 'levee' } }, stream);
+  const logger = pino(loggerOptions(level), stream);
   setInterval(() => stream.flush(), FLUSH_INTERVAL_MS).unref();
   // What is still held must not be lost when the process ends.
   process.once('exit', () => stream.flushSync());
