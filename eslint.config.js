@@ -21,6 +21,30 @@ export default tseslint.config(
     },
   },
   {
+    // Every worker thread loads src/ again, so what an import loads is paid once per thread.
+    files: ['src/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            {
+              name: 'undici',
+              message: 'Its entry point loads all of undici in every thread: take what you need from src/upstream/undici.ts.',
+              allowTypeImports: true,
+            },
+            {
+              name: 'node:http',
+              message:
+                "An ES import of node:http reads every export, and its WebSocket getter loads Node's bundled undici in every thread: use process.getBuiltinModule('node:http').",
+              allowTypeImports: true,
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['eslint.config.js'],
     ...tseslint.configs.disableTypeChecked,
   },

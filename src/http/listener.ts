@@ -1,6 +1,6 @@
 // The client-facing listener: TLS with ALPN h2 and http/1.1 (client-go speaks h2; exec, attach and
 // port-forward need HTTP/1.1 upgrades), or plain HTTP/1.1 on a loopback address only.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createSecureServer, type Http2SecureServer, type Http2ServerRequest, type Http2ServerResponse, type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import { isIP, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -9,6 +9,9 @@ import type { Logger } from '../log/logger.ts';
 import { readCertificates, watchCertificates, type CertificateFiles } from './certificates.ts';
 import { CIPHER_ORDER } from './cipherorder.ts';
 import { servesOnCoreStream, StreamRequest, StreamResponse } from './h2stream.ts';
+
+// Not an ES import of node:http (http/downstream.ts says why).
+const { createServer } = process.getBuiltinModule('node:http');
 
 export interface ListenerOptions {
   host: string;

@@ -3,7 +3,7 @@
 // apiserver the same way.
 import type { Socket } from 'node:net';
 import { createSecureContext } from 'node:tls';
-import { buildConnector } from 'undici';
+import { buildConnector, type Connector } from './undici.ts';
 import type { OwnCredentials, TlsMaterial, Upstream } from './credentials.ts';
 
 /**
@@ -59,9 +59,9 @@ export function connectTarget(server: URL): ConnectTarget {
  * A connector whose TLS material follows the upstream credentials: when an exec plugin or a
  * rotated file hands out a new client certificate, new connections use it.
  */
-export function identityConnector(upstream: Upstream, identity: Identity): buildConnector.connector {
-  let last: { tls: TlsMaterial; connector: buildConnector.connector } | undefined;
-  const forCredentials = (creds: OwnCredentials): buildConnector.connector => {
+export function identityConnector(upstream: Upstream, identity: Identity): Connector {
+  let last: { tls: TlsMaterial; connector: Connector } | undefined;
+  const forCredentials = (creds: OwnCredentials): Connector => {
     const tls = creds.tls;
     if (!last || !sameTls(last.tls, tls)) {
       last = {
@@ -112,7 +112,7 @@ function same(a: Buffer | string | undefined, b: Buffer | string | undefined): b
 }
 
 /** Opens one raw connection (TLS when the upstream is https) with the connector, as a promise. */
-export function openSocket(connector: buildConnector.connector, target: ConnectTarget): Promise<Socket> {
+export function openSocket(connector: Connector, target: ConnectTarget): Promise<Socket> {
   return new Promise((resolve, reject) => {
     connector({ hostname: target.hostname, port: target.port, protocol: target.protocol }, (...args) => {
       if (args[0]) reject(args[0]);

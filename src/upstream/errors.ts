@@ -1,6 +1,6 @@
 // What a client is told when the upstream apiserver cannot answer. A Status with 502, 503 or 504,
 // as the apiserver's aggregator answers for an unreachable backend, never a dropped connection.
-import { errors } from 'undici';
+import { errors } from './undici.ts';
 import { newBadGateway, newServiceUnavailable, newTimeout } from '../api/status.ts';
 import type { Status } from '../api/types.ts';
 

@@ -1,7 +1,7 @@
 // undici pools to the upstream apiserver, one per identity and traffic class. Long-running
 // requests (watches, logs, proxies) get their own pools with no body timeout, so a quiet watch is
 // never cut after five minutes and never queues a write behind it.
-import { BalancedPool, Pool, type Dispatcher } from 'undici';
+import { BalancedPool, Pool, type Dispatcher } from './undici.ts';
 import type { Upstream } from './credentials.ts';
 import { identityConnector, type Identity } from './connector.ts';
 
