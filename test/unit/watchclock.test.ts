@@ -54,7 +54,7 @@ test('the clock wakes each sleeper once it is due, earliest first, and never a c
 
 test('the clock keeps its order through many schedules and cancels', () => {
   let now = 0;
-  const clock = new WatchClock(() => now);
+  const clock = new WatchClock(() => now, { wakesPerTurn: Infinity });
   const log: string[] = [];
   const live = new Map<string, At>();
   let seed = 7;
@@ -73,6 +73,28 @@ test('the clock keeps its order through many schedules and cancels', () => {
   clock.tick();
   const expected = [...live.values()].sort((a, b) => a.wakeAt - b.wakeAt).map((s) => s.wakeAt);
   assert.deepEqual(log.map((n) => live.get(n)!.wakeAt), expected);
+});
+
+test("sleepers due together wake a bounded number per turn, with the event loop's I/O between", async () => {
+  const clock = new WatchClock(undefined, { wakesPerTurn: 100 });
+  const log: string[] = [];
+  const at = clock.now() + 5;
+  const sleepers = Array.from({ length: 1000 }, (_, i) => new At(at, `s${i}`, log));
+  for (const s of sleepers) clock.schedule(s);
+  // Asked for in the first turn that wakes any: a socket's data would be read in the same place.
+  let firstTurn = -1;
+  let between = -1;
+  const first = sleepers[0]!;
+  first.wake = () => {
+    log.push(first.name);
+    firstTurn = log.length;
+    setImmediate(() => (between = log.length));
+  };
+  while (log.length < sleepers.length) await new Promise((resolve) => setTimeout(resolve, 5));
+  assert.equal(firstTurn, 1);
+  assert.equal(between, 100, 'the first turn woke 100, then the loop went on');
+  assert.deepEqual(new Set(log).size, 1000, 'every sleeper woke, once');
+  assert.equal(clock.size, 0);
 });
 
 test('the clock arms a real timer for its earliest sleeper', async () => {
