@@ -2,6 +2,7 @@
 // Used for label key=value and key existence, and for configured field indexes such as pods
 // spec.nodeName, so a LIST for one node or one app costs O(result), not O(all objects). The index
 // holds the objects themselves: looking each key up in the tree again cost ~1.6 µs per object.
+// Every thread holds its own (docs/design.md, "Workers").
 import type { CachedObject } from './object.ts';
 
 /** The objects that have one value: by key, and in key order (a LIST's order) once asked for. */
@@ -76,15 +77,50 @@ export class InvertedIndex {
     return this.#byValue.get(value) ?? EMPTY;
   }
 
+  /** Every value's objects. */
+  sets(): IterableIterator<IndexEntries> {
+    return this.#byValue.values();
+  }
+
   clear(): void {
     this.#byValue.clear();
   }
 }
 
-/** label key -> (value -> objects), and label key -> objects for existence. */
+/**
+ * The objects that have a label key, whatever its value: made from that key's value index when a
+ * query asks, not kept. A second index by key alone held every labelled object once more per label
+ * key (a Map entry each, in every thread), though the query planner scans instead whenever a set
+ * holds more than a quarter of the objects, as the keys most objects carry (app, the
+ * pod-template-hash) do.
+ */
+class KeyEntries implements IndexEntries {
+  readonly #byValue: InvertedIndex;
+
+  constructor(byValue: InvertedIndex) {
+    this.#byValue = byValue;
+  }
+
+  get size(): number {
+    let n = 0;
+    for (const set of this.#byValue.sets()) n += set.size;
+    return n;
+  }
+
+  *values(): IterableIterator<CachedObject> {
+    for (const set of this.#byValue.sets()) yield* set.values();
+  }
+
+  inKeyOrder(): readonly CachedObject[] {
+    const all: CachedObject[] = [];
+    for (const set of this.#byValue.sets()) for (const o of set.values()) all.push(o);
+    return all.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  }
+}
+
+/** label key -> (value -> objects). */
 export class LabelIndex {
   readonly #values = new Map<string, InvertedIndex>();
-  readonly #exists = new InvertedIndex();
 
   add(o: CachedObject): void {
     for (const [k, v] of Object.entries(o.labels)) {
@@ -94,26 +130,27 @@ export class LabelIndex {
         this.#values.set(k, idx);
       }
       idx.add(v, o);
-      this.#exists.add(k, o);
     }
   }
 
   /** `o` replaces `prev` (the same key): only the labels that changed are removed; the rest are overwritten. */
   update(prev: CachedObject, o: CachedObject): void {
     for (const [k, v] of Object.entries(prev.labels)) {
-      const kept = Object.hasOwn(o.labels, k);
-      if (kept && o.labels[k] === v) continue;
-      this.#values.get(k)?.remove(v, prev.key);
-      if (!kept) this.#exists.remove(k, prev.key);
+      if (Object.hasOwn(o.labels, k) && o.labels[k] === v) continue;
+      this.#remove(k, v, prev.key);
     }
     this.add(o);
   }
 
   remove(o: CachedObject): void {
-    for (const [k, v] of Object.entries(o.labels)) {
-      this.#values.get(k)?.remove(v, o.key);
-      this.#exists.remove(k, o.key);
-    }
+    for (const [k, v] of Object.entries(o.labels)) this.#remove(k, v, o.key);
+  }
+
+  #remove(labelKey: string, value: string, key: string): void {
+    const idx = this.#values.get(labelKey);
+    if (!idx) return;
+    idx.remove(value, key);
+    if (idx.sets().next().done) this.#values.delete(labelKey);
   }
 
   withValue(labelKey: string, value: string): IndexEntries {
@@ -121,11 +158,11 @@ export class LabelIndex {
   }
 
   withKey(labelKey: string): IndexEntries {
-    return this.#exists.get(labelKey);
+    const idx = this.#values.get(labelKey);
+    return idx ? new KeyEntries(idx) : EMPTY;
   }
 
   clear(): void {
     this.#values.clear();
-    this.#exists.clear();
   }
 }
